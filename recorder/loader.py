@@ -1,0 +1,350 @@
+"""The loader process: tails a spool, re-assembles frames, classifies them and appends them to
+DuckDB in large batches. Also the engine of `wire-proxy recover`.
+
+It runs apart from the relay so DuckDB never holds the relay's GIL (measured: in-process DuckDB
+stalled the relay for milliseconds at p99.9).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import orjson
+
+from .errors import UserError
+from .frames import Extracted, classify, wall_ts
+from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
+from .store import DBLocked, Store, open_store
+
+BATCH_ROWS = 50_000
+BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
+POLL_S = 0.02
+EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
+
+
+def _say(msg: str) -> None:
+    try:
+        sys.stderr.write(f"wire-proxy: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Ingest:
+    """Turns spool records into frame rows for one session."""
+
+    def __init__(self, store: Store, meta: dict, resume_after: int = 0):
+        self.store = store
+        self.meta = meta
+        self.sid = meta["session_id"]
+        self.seq = 0
+        self.skip_until = resume_after  # rows already in the DB from an earlier, cut-off load
+        self.partial: dict[int, list[bytes]] = {C2A: [], A2C: [], STDERR: []}
+        self.after_gap: set[int] = set()
+        self.rows: list[tuple] = []
+        self.last_flush = time.monotonic()
+        self.protocol = meta.get("protocol")
+        self.protocol_version = None
+        self.frame_count = 0
+        self.lost_frames = 0
+        self.lost_bytes = 0
+        self.exit: dict | None = None
+        self.agent_pid = None
+        self.ended = False
+        self.last_wall_ns = meta.get("started_wall_ns")
+
+    # -- rows ---------------------------------------------------------------------------------
+    def _row(self, mono: int, wall: int, direction: str, raw: bytes, newline: bool,
+             ex: Extracted) -> None:
+        self.seq += 1
+        if self.seq <= self.skip_until:
+            return
+        self.rows.append((self.sid, self.seq, wall_ts(wall), mono, direction, raw, newline,
+                          len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
+                          ex.parse_error, ex.known))
+
+    def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
+        direction = STREAM_NAMES[stream]
+        if stream == STDERR:
+            ex = Extracted("stderr")
+        else:
+            ex = classify(raw, direction, self.protocol)
+            if self.protocol is None and ex.protocol_hint:
+                self.protocol, self.protocol_version = ex.protocol_hint
+            elif self.protocol_version is None and ex.protocol_hint and ex.protocol_hint[1]:
+                self.protocol_version = ex.protocol_hint[1]
+            self.frame_count += 1
+        if stream in self.after_gap:
+            self.after_gap.discard(stream)
+            ex.kind = "invalid"
+            ex.parse_error = "recording gap: the start of this frame was not recorded"
+        self._row(mono, wall, direction, raw, newline, ex)
+
+    def _flush_partial(self, stream: int, mono: int, wall: int) -> None:
+        parts = self.partial[stream]
+        if parts:
+            self.partial[stream] = []
+            self._frame(stream, b"".join(parts), False, mono, wall)
+
+    def data(self, stream: int, data: bytes, mono: int, wall: int) -> None:
+        parts = self.partial[stream]
+        start = 0
+        find = data.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            if parts:
+                # Partial frames are kept as a list of chunks: joining per read is O(n^2).
+                parts.append(data[start:nl])
+                raw = b"".join(parts)
+                parts.clear()
+            else:
+                raw = data[start:nl]
+            self._frame(stream, raw, True, mono, wall)
+            start = nl + 1
+        if start < len(data):
+            parts.append(data[start:])
+
+    def event(self, payload: bytes, mono: int, wall: int) -> None:
+        try:
+            ev = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            ev = {"event": "proxy_error", "error": "unreadable spool event"}
+        name = ev.get("event", "unknown")
+        if name in EOF_EVENTS:
+            self._flush_partial(EOF_EVENTS[name], mono, wall)
+        elif name == "recording_gap":
+            streams = [s for s, n in STREAM_NAMES.items() if n == ev.get("stream")] or [C2A, A2C, STDERR]
+            for s in streams:
+                if s != EVENT:
+                    if self.partial.get(s):
+                        self.partial[s] = []
+                    self.after_gap.add(s)
+            self.lost_frames += int(ev.get("frames") or 0)
+            self.lost_bytes += int(ev.get("bytes") or 0)
+        elif name == "spawn":
+            self.agent_pid = ev.get("pid")
+        elif name == "exit":
+            self.exit = ev
+        if name == "end":
+            for s in (C2A, A2C, STDERR):
+                self._flush_partial(s, mono, wall)
+            self.ended = True
+            return
+        data = {k: v for k, v in ev.items() if k != "event"}
+        self._row(mono, wall, "proxy", payload, True,
+                  Extracted("lifecycle", method=name, payload=orjson.dumps(data).decode()))
+
+    def feed(self, records) -> None:
+        for r in records:
+            self.last_wall_ns = r.wall_ns
+            if r.stream == EVENT:
+                self.event(r.data, r.mono_ns, r.wall_ns)
+            else:
+                self.data(r.stream, r.data, r.mono_ns, r.wall_ns)
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.rows and (force or len(self.rows) >= BATCH_ROWS or
+                          now - self.last_flush >= BATCH_SECONDS):
+            self.store.insert_frames(self.rows)
+            self.rows = []
+            self.last_flush = now
+        elif not self.rows:
+            self.last_flush = now
+
+    # -- session row ----------------------------------------------------------------------------
+    def session_values(self, end_reason: str | None) -> dict:
+        m = self.meta
+        values = {
+            "session_id": self.sid,
+            "name": m.get("name"),
+            "started_at": wall_ts(m["started_wall_ns"]),
+            "command": orjson.dumps(m.get("command") or []).decode(),
+            "cwd": m.get("cwd"),
+            "protocol": self.protocol or m.get("protocol"),
+            "protocol_version": self.protocol_version,
+            "proxy_version": m.get("proxy_version"),
+            "tags": orjson.dumps(m.get("tags") or {}).decode(),
+            "source": "proxy",
+            "host": m.get("host"),
+            "proxy_pid": m.get("proxy_pid"),
+            "mono_start_ns": m.get("mono_start_ns"),
+            "agent_pid": self.agent_pid,
+            "frame_count": self.frame_count,
+            "lost_frames": self.lost_frames,
+            "lost_bytes": self.lost_bytes,
+        }
+        if m.get("db_note"):
+            values["db_note"] = m["db_note"]
+        if end_reason:
+            values["end_reason"] = end_reason
+            values["ended_at"] = wall_ts(self.last_wall_ns or m["started_wall_ns"])
+            if self.exit:
+                values["exit_code"] = self.exit.get("exit_status")
+                values["exit_signal"] = self.exit.get("signal")
+        return values
+
+    def finish(self, end_reason: str) -> None:
+        for s in (C2A, A2C, STDERR):
+            if self.partial[s]:
+                self._flush_partial(s, time.monotonic_ns(), self.last_wall_ns or time.time_ns())
+        self.flush(force=True)
+        if self.protocol is None and self.frame_count:
+            self.protocol = "unknown"
+        self.store.upsert_session(self.session_values(end_reason))
+
+
+def _lock_shared(path: str):
+    """Hold a shared lock on the spool while loading it, so recovery never loads it twice."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return fd
+    except (ImportError, OSError):
+        return None
+
+
+def spool_is_orphan(path: str) -> bool:
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _open_for(db: str, session_id: str, spool_path: str) -> tuple[Store, str, str]:
+    """Open the chosen DB, or a sibling file when it is locked or unusable (and say so)."""
+    try:
+        return open_store(db), db, spool_path
+    except (DBLocked, UserError) as e:
+        root, ext = os.path.splitext(db)
+        sibling = f"{root}.{session_id}{ext or '.db'}"
+        _say(f"{e.one_line()}; recording this session into {sibling} instead")
+        store = open_store(sibling)
+        new_spool = f"{sibling}.{session_id}.spool"
+        try:
+            os.rename(spool_path, new_spool)
+        except OSError:
+            new_spool = spool_path
+        return store, sibling, new_spool
+
+
+def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> dict:
+    """Load one spool into its DB. With follow=True, tail it until the proxy writes its end
+    marker or dies. Returns a summary. The spool is deleted once its session is complete."""
+    lock_fd = _lock_shared(spool_path)
+    reader = SpoolReader(spool_path)
+    meta = reader.meta
+    sid = meta["session_id"]
+    own_store = store is None
+    if own_store:
+        store, db, spool_path = _open_for(meta["db"], sid, spool_path)
+        if db != meta["db"]:
+            meta["db_note"] = f"recorded into a sibling of {meta['db']}"
+    else:
+        db = store.path
+    try:
+        ing = Ingest(store, meta, resume_after=store.max_seq(sid))
+        store.upsert_session(ing.session_values(None))
+        stop = {"flag": False}
+        if follow:
+            signal.signal(signal.SIGTERM, lambda *_: stop.update(flag=True))
+        proxy_pid = meta.get("proxy_pid")
+        end_reason = "agent_exit"
+        while True:
+            records = reader.read_available()
+            if records:
+                ing.feed(records)
+                ing.flush()
+                if ing.ended:
+                    break
+                continue
+            ing.flush()
+            if not follow:
+                end_reason = "recovered"
+                break
+            if stop["flag"] or os.getppid() != proxy_pid:
+                # The proxy is gone without its end marker (SIGKILL): take what reached the disk.
+                time.sleep(0.05)
+                ing.feed(reader.read_available())
+                end_reason = "proxy_killed"
+                break
+            time.sleep(POLL_S)
+        if ing.ended and end_reason == "recovered":
+            end_reason = "agent_exit"
+        torn = reader.torn_bytes
+        ing.finish(end_reason)
+        store.con.execute("CHECKPOINT")
+        reader.close()
+        if torn:
+            _say(f"the last {torn} bytes of {spool_path} were cut off mid-write and are not recorded")
+        try:
+            os.unlink(spool_path)
+        except OSError:
+            pass
+        return {"session_id": sid, "db": db, "frames": ing.frame_count, "end_reason": end_reason,
+                "rows": ing.seq}
+    finally:
+        if own_store:
+            store.close()
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def orphan_spools(db: str) -> list[str]:
+    folder = os.path.dirname(os.path.abspath(db)) or "."
+    base = os.path.basename(db) + "."
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names
+                  if n.startswith(base) and n.endswith(".spool")
+                  and spool_is_orphan(os.path.join(folder, n)))
+
+
+def main(argv: list[str]) -> int:
+    # A Ctrl-C or hang-up meant for the agent must not cut the recording short.
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    os.umask(0o077)
+    spool_path = argv[0]
+    try:
+        summary = ingest_spool(spool_path, follow=True)
+    except UserError as e:
+        _say(f"{e.one_line()}; the session stays in {spool_path}: run "
+             f"`wire-proxy recover {spool_path}` later")
+        return 1
+    except Exception as e:  # the spool keeps everything; say how to get it back
+        _say(f"recording failed ({type(e).__name__}: {e}); the session stays in {spool_path}: "
+             f"run `wire-proxy recover {spool_path}` later")
+        return 1
+    # Spools of earlier proxies that were killed together with their loader.
+    for orphan in orphan_spools(summary["db"]):
+        try:
+            ingest_spool(orphan, follow=False)
+        except Exception as e:
+            _say(f"could not recover {orphan}: {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,231 @@
+"""wire-proxy as a library: spawn the agent, relay byte for byte, spool every chunk, hand the
+spool to a loader process that writes DuckDB.
+
+Nothing heavy is imported here: the agent must be running within tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import __version__
+from .errors import UserError
+from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
+from .relay import Pump
+from .spool import A2C, C2A, STDERR, SpoolWriter
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+PUMP_DRAIN_AFTER_EXIT_S = 2.0
+
+
+@dataclass
+class ProxyOptions:
+    command: list[str]
+    db: str | None = None
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    protocol: str | None = None
+    record: bool = True
+    quiet: bool = False
+    loader_wait_s: float = 30.0
+    max_pending: int | None = None
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + os.urandom(4).hex()
+
+
+class _Notes:
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __call__(self, msg: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
+            try:
+                os.write(2, f"wire-proxy: {msg}\n".encode(errors="replace"))
+            except OSError:
+                pass
+
+
+def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
+    """Pick the DB and create its spool; fall back to the data folder when the chosen place is
+    not writable. Returns (spool writer or None, db path or None)."""
+    explicit = opts.db or os.environ.get("WIRE_PROXY_DB")
+    candidates = []
+    if explicit:
+        check_existing_db(explicit)
+        candidates.append(os.path.abspath(explicit))
+    candidates.append(default_db_path(session_id, opts.name))
+    last_error = "no writable place"
+    for i, db in enumerate(candidates):
+        if writable_dir(db) is None:
+            last_error = f"cannot write to {os.path.dirname(db)}"
+            continue
+        spool = spool_path_for(db, session_id)
+        try:
+            writer = SpoolWriter(spool, dict(meta, db=db), **(
+                {"max_pending": opts.max_pending} if opts.max_pending else {}))
+        except OSError as e:
+            last_error = f"cannot create {spool}: {e.strerror}"
+            continue
+        if i > 0 and explicit:
+            note(f"{last_error}; recording into {db} instead", always=True)
+        return writer, db
+    note(f"recording disabled ({last_error}); relaying only", always=True)
+    return None, None
+
+
+def _start_loader(spool_path: str, note: _Notes):
+    env = dict(os.environ)
+    # The loader must find this package even when run from a source checkout.
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "recorder.loader", spool_path],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            # Its own session: a Ctrl-C for the agent must not stop the recording mid-write.
+            start_new_session=True,
+        )
+    except OSError as e:
+        note(f"cannot start the recorder process ({e.strerror}); the spool {spool_path} "
+             f"keeps the session: run `wire-proxy recover {spool_path}` later", always=True)
+        return None
+
+
+def run_proxy(opts: ProxyOptions) -> int:
+    if not opts.command:
+        raise UserError("no agent command given", "usage: wire-proxy [OPTIONS] -- CMD [ARGS...]")
+    note = _Notes(opts.quiet)
+    session_id = new_session_id()
+    mono_start = time.monotonic_ns()
+    meta = {
+        "session_id": session_id,
+        "name": opts.name,
+        "tags": opts.tags,
+        "command": opts.command,
+        "cwd": os.getcwd(),
+        "protocol": opts.protocol,
+        "started_wall_ns": time.time_ns(),
+        "mono_start_ns": mono_start,
+        "proxy_version": __version__,
+        "proxy_pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+    writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
+    unrecorded = [0, 0]  # frames, bytes relayed while recording was off
+
+    def recorder_for(stream: int):
+        if writer is not None:
+            put = writer.put
+            return lambda data: put(stream, data)
+
+        def count(data: bytes) -> None:
+            unrecorded[0] += data.count(b"\n")
+            unrecorded[1] += len(data)
+        return count if opts.record else None
+
+    try:
+        proc = subprocess.Popen(
+            opts.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            bufsize=0,
+            # Its own process group: signals reach it once, forwarded by us, never twice.
+            process_group=0,
+        )
+    except OSError as e:
+        if writer is not None:
+            writer.event("spawn_failed", argv=opts.command, error=e.strerror or str(e))
+            writer.close()
+            os.unlink(writer.path)
+        raise UserError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
+                        "check the command after --") from None
+
+    if writer is not None:
+        writer.event("spawn", argv=opts.command, cwd=meta["cwd"], pid=proc.pid)
+        note(f"recording session {session_id} into {db}")
+    loader = _start_loader(writer.path, note) if writer is not None else None
+
+    def forward(signum, _frame):
+        if writer is not None:
+            writer.event("signal", signal=signal.Signals(signum).name, forwarded_to=proc.pid)
+        try:
+            os.killpg(proc.pid, signum)
+        except OSError:
+            try:
+                proc.send_signal(signum)
+            except OSError:
+                pass
+
+    for sig in FORWARDED_SIGNALS:
+        try:
+            signal.signal(sig, forward)
+        except (OSError, ValueError):
+            pass
+
+    def event(name: str, **data):
+        if writer is not None:
+            writer.event(name, **data)
+
+    agent_stdin = proc.stdin
+
+    def client_eof():
+        event("client_eof")
+        try:
+            agent_stdin.close()
+        except OSError:
+            pass
+
+    pumps = [
+        Pump("c2a", 0, agent_stdin.fileno(), recorder_for(C2A), on_eof=client_eof,
+             on_dst_error=lambda e: event("proxy_error", where="write to agent stdin",
+                                          error=e.strerror or str(e)),
+             on_src_error=lambda e: event("proxy_error", where="read client stdin",
+                                          error=e.strerror or str(e))),
+        Pump("a2c", proc.stdout.fileno(), 1, recorder_for(A2C),
+             on_eof=lambda: event("agent_stdout_eof"),
+             on_dst_error=lambda e: event("client_hangup", where="write to client stdout",
+                                          error=e.strerror or str(e))),
+        Pump("stderr", proc.stderr.fileno(), 2, recorder_for(STDERR),
+             on_eof=lambda: event("agent_stderr_eof")),
+    ]
+    for p in pumps:
+        p.start()
+
+    while True:
+        try:
+            rc = proc.wait()
+            break
+        except KeyboardInterrupt:  # only if a handler could not be installed
+            continue
+    deadline = time.monotonic() + PUMP_DRAIN_AFTER_EXIT_S
+    for p in pumps[1:]:
+        p.join(max(0.0, deadline - time.monotonic()))
+    code = 128 - rc if rc < 0 else rc
+    if rc < 0:
+        event("exit", code=None, signal=signal.Signals(-rc).name, signum=-rc, exit_status=code)
+    else:
+        event("exit", code=rc, signal=None, signum=None, exit_status=code)
+
+    if writer is not None:
+        writer.close(exit_status=code)
+        if writer.lost_frames or writer.lost_chunks:
+            note(f"{writer.lost_frames} frames ({writer.lost_bytes} bytes) were relayed but could "
+                 f"not be recorded ({writer.write_error or 'disk too slow'}); the gap is marked "
+                 "in the recording", always=True)
+        if loader is not None:
+            try:
+                loader.wait(timeout=opts.loader_wait_s)
+            except subprocess.TimeoutExpired:
+                note(f"still saving the recording in the background (pid {loader.pid}) into {db}",
+                     always=True)
+    elif opts.record:
+        note(f"{unrecorded[0]} frames ({unrecorded[1]} bytes) were relayed but not recorded",
+             always=True)
+    return code

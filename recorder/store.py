@@ -1,0 +1,264 @@
+"""The one store: DuckDB tables for sessions and frames, with a schema version and migrations.
+
+Every other part (replay, analysis) reads recordings through `open_store`. Old files keep
+loading: `MIGRATIONS` brings any older schema up to `SCHEMA_VERSION` when a file is opened for
+writing; reading an old file read-only works as long as its columns are a superset of what the
+reader selects (new columns are only ever added).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import duckdb
+
+from .errors import NotARecording, SchemaTooNew, SessionNotFound, UserError
+from .frames import COLUMNS, Frame
+from .paths import DUCKDB_MAGIC
+
+SCHEMA_VERSION = 1
+
+META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
+
+SESSIONS_DDL = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id VARCHAR PRIMARY KEY,
+    name VARCHAR,
+    started_at TIMESTAMP,
+    ended_at TIMESTAMP,
+    command JSON,
+    cwd VARCHAR,
+    protocol VARCHAR,
+    protocol_version VARCHAR,
+    agent_pid INTEGER,
+    exit_code INTEGER,
+    exit_signal VARCHAR,
+    end_reason VARCHAR,
+    proxy_version VARCHAR,
+    tags JSON,
+    frame_count BIGINT,
+    lost_frames BIGINT,
+    lost_bytes BIGINT,
+    source VARCHAR,
+    host VARCHAR,
+    proxy_pid INTEGER,
+    mono_start_ns BIGINT,
+    db_note VARCHAR
+)"""
+
+FRAMES_DDL = """
+CREATE TABLE IF NOT EXISTS frames (
+    session_id VARCHAR NOT NULL,
+    seq BIGINT NOT NULL,
+    ts TIMESTAMP,
+    mono_ns BIGINT,
+    direction VARCHAR NOT NULL,
+    raw BLOB,
+    newline BOOLEAN,
+    byte_len BIGINT,
+    kind VARCHAR,
+    method VARCHAR,
+    rpc_id VARCHAR,
+    msg_type VARCHAR,
+    payload JSON,
+    parse_error VARCHAR,
+    known BOOLEAN
+)"""
+
+SESSION_COLUMNS = ("session_id", "name", "started_at", "ended_at", "command", "cwd", "protocol",
+                   "protocol_version", "agent_pid", "exit_code", "exit_signal", "end_reason",
+                   "proxy_version", "tags", "frame_count", "lost_frames", "lost_bytes", "source",
+                   "host", "proxy_pid", "mono_start_ns", "db_note")
+
+
+def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(SESSIONS_DDL)
+    con.execute(FRAMES_DDL)
+
+
+# (version it produces, step). A new schema adds a step here; steps only ever add.
+MIGRATIONS: list[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]] = [
+    (1, _create_v1),
+]
+
+
+class DBLocked(UserError):
+    pass
+
+
+def is_duckdb_file(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(12)[8:12] == DUCKDB_MAGIC
+    except OSError:
+        return False
+
+
+def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if read_only or os.path.exists(path):
+        if not os.path.exists(path):
+            raise NotARecording(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise NotARecording(f"{path} is a directory, not a recording")
+        if not os.access(path, os.R_OK):
+            raise NotARecording(f"{path} is not readable", "check its permissions")
+        if os.path.getsize(path) and not is_duckdb_file(path):
+            raise NotARecording(f"{path} is not a DuckDB file",
+                                "give a .db written by wire-proxy (or a .jsonl transcript)")
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException as e:
+        msg = str(e)
+        if "lock" in msg.lower():
+            holder = ""
+            if "PID" in msg:
+                holder = " (" + msg[msg.index("PID"):].split(")")[0].strip() + ")"
+            raise DBLocked(f"{path} is in use by another process{holder}",
+                           "wait for its recording to finish, or use another file") from None
+        raise NotARecording(f"cannot open {path}: {msg.splitlines()[0]}") from None
+    except duckdb.Error as e:
+        raise NotARecording(f"cannot open {path}: {str(e).splitlines()[0]}") from None
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.CatalogException:
+        return None
+    return int(row[0]) if row else None
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    con.execute(META_DDL)
+    current = schema_version(con) or 0
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(f"written by a newer wire-recorder (schema {current}; this one reads up "
+                           f"to {SCHEMA_VERSION})", "upgrade wire-recorder")
+    for version, step in MIGRATIONS:
+        if version > current:
+            step(con)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)])
+            current = version
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('created_by', 'wire-recorder')")
+    return current
+
+
+class Store:
+    def __init__(self, path: str, con: duckdb.DuckDBPyConnection, read_only: bool):
+        self.path = path
+        self.con = con
+        self.read_only = read_only
+
+    # -- reading --------------------------------------------------------------------------------
+    def sessions(self) -> list[dict]:
+        cur = self.con.execute(
+            f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions ORDER BY started_at, session_id")
+        return [dict(zip(SESSION_COLUMNS, r)) for r in cur.fetchall()]
+
+    def session(self, session_id: str | None = None) -> dict:
+        """One session: the given id (or a unique prefix of it), or the only one in the file."""
+        all_sessions = self.sessions()
+        if not all_sessions:
+            raise SessionNotFound(f"{self.path} holds no sessions")
+        if session_id is None:
+            if len(all_sessions) == 1:
+                return all_sessions[0]
+            ids = ", ".join(s["session_id"] for s in all_sessions[:5])
+            raise SessionNotFound(f"{self.path} holds {len(all_sessions)} sessions",
+                                  f"pick one with --session ID: {ids}")
+        hits = [s for s in all_sessions if s["session_id"] == session_id] or \
+               [s for s in all_sessions if s["session_id"].startswith(session_id)]
+        if len(hits) != 1:
+            ids = ", ".join(s["session_id"] for s in all_sessions[:5])
+            what = "no session" if not hits else f"{len(hits)} sessions"
+            raise SessionNotFound(f"{self.path} has {what} matching {session_id!r}",
+                                  f"sessions there: {ids}")
+        return hits[0]
+
+    def frames(self, session_id: str, directions: tuple[str, ...] | None = None) -> list[Frame]:
+        sql = f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ?"
+        params: list = [session_id]
+        if directions:
+            sql += f" AND direction IN ({', '.join('?' * len(directions))})"
+            params += list(directions)
+        rows = self.con.execute(sql + " ORDER BY seq", params).fetchall()
+        return [Frame(*r) for r in rows]
+
+    # -- writing --------------------------------------------------------------------------------
+    def insert_frames(self, rows: list[tuple]) -> None:
+        if rows:
+            ap = self.con.appender("frames", columns=list(COLUMNS))
+            ap.append_rows(rows)
+            ap.flush()
+
+    def max_seq(self, session_id: str) -> int:
+        row = self.con.execute("SELECT max(seq) FROM frames WHERE session_id = ?",
+                               [session_id]).fetchone()
+        return row[0] or 0
+
+    def upsert_session(self, values: dict) -> None:
+        cols = [c for c in SESSION_COLUMNS if c in values]
+        exists = self.con.execute("SELECT 1 FROM sessions WHERE session_id = ?",
+                                  [values["session_id"]]).fetchone()
+        if exists:
+            sets = ", ".join(f"{c} = ?" for c in cols if c != "session_id")
+            self.con.execute(f"UPDATE sessions SET {sets} WHERE session_id = ?",
+                             [values[c] for c in cols if c != "session_id"] +
+                             [values["session_id"]])
+        else:
+            self.con.execute(f"INSERT INTO sessions ({', '.join(cols)}) VALUES "
+                             f"({', '.join('?' * len(cols))})", [values[c] for c in cols])
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def install_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Analysis owns the views; install them when that part is present."""
+    try:
+        from analysis.views import install_views as _install
+    except ImportError:
+        return
+    _install(con)
+
+
+def open_store(path: str, read_only: bool = False) -> Store:
+    """Open a recording. Read-only opens never change the file; writable opens create it (owner
+    only), migrate it to the current schema and install the analysis views."""
+    path = os.fspath(path)
+    if not read_only:
+        old_umask = os.umask(0o077)
+        try:
+            con = _connect(path, read_only=False)
+        finally:
+            os.umask(old_umask)
+        try:
+            if os.path.getsize(path) and schema_version(con) is None and _has_tables(con):
+                raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
+            migrate(con)
+            install_views(con)
+        except BaseException:
+            con.close()
+            raise
+        return Store(path, con, False)
+    con = _connect(path, read_only=True)
+    version = schema_version(con)
+    if version is None:
+        con.close()
+        raise NotARecording(f"{path} is not a wire-recorder recording (no schema version)")
+    if version > SCHEMA_VERSION:
+        con.close()
+        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {version}; this "
+                           f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
+    return Store(path, con, True)
+
+
+def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT internal").fetchone()[0])

@@ -1,0 +1,27 @@
+"""Names the Wire protocol (kimi-cli 1.51.0, protocol 1.10) knows, as plain sets.
+
+Kept free of pydantic so the loader can classify frames at 100k+/s; `wire_model.py` holds the
+pydantic models and a test checks both agree.
+"""
+
+PROTOCOL_VERSION = "1.10"
+
+CLIENT_METHODS = frozenset(
+    {"initialize", "prompt", "steer", "cancel", "replay", "set_plan_mode"}
+)
+AGENT_METHODS = frozenset({"event", "request"})
+
+EVENT_TYPES = frozenset(
+    {
+        "TurnBegin", "SteerInput", "TurnEnd", "StepBegin", "StepInterrupted", "StepRetry",
+        "CompactionBegin", "CompactionEnd", "HookTriggered", "HookResolved",
+        "MCPLoadingBegin", "MCPLoadingEnd", "StatusUpdate", "Notification", "ContentPart",
+        "ToolCall", "ToolCallPart", "ToolResult", "ApprovalResponse", "SubagentEvent",
+        "PlanDisplay", "BtwBegin", "BtwEnd",
+        # legacy name of ApprovalResponse, still understood when reading
+        "ApprovalRequestResolved",
+    }
+)
+REQUEST_TYPES = frozenset(
+    {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
+)
