@@ -25,3 +25,9 @@ class SchemaTooNew(UserError):
 
 class SessionNotFound(UserError):
     pass
+
+
+class AgentStartError(UserError):
+    """The agent command could not be started (as a shell would say: 127)."""
+
+    exit_code = 127

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__
-from .errors import UserError
+from .errors import AgentStartError, UserError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 from .relay import Pump
 from .spool import A2C, C2A, STDERR, SpoolWriter
@@ -144,7 +144,7 @@ def run_proxy(opts: ProxyOptions) -> int:
             writer.event("spawn_failed", argv=opts.command, error=e.strerror or str(e))
             writer.close()
             os.unlink(writer.path)
-        raise UserError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
+        raise AgentStartError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
                         "check the command after --") from None
 
     if writer is not None:

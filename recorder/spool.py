@@ -27,9 +27,11 @@ DATA_STREAMS = (C2A, A2C, STDERR)
 
 # How long a chunk may sit in memory before it is on disk. This bounds what a SIGKILL can take.
 FLUSH_INTERVAL_S = 0.02
+# A burst wakes the writer early instead of letting the queue grow for a whole interval.
+WAKE_BYTES = 1 << 20
 # Past this many queued bytes (a stalled disk) chunks are dropped from the recording, counted,
 # and reported; the relay itself never waits for the disk.
-DEFAULT_MAX_PENDING = 64 << 20
+DEFAULT_MAX_PENDING = 128 << 20
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
@@ -37,6 +39,20 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+_IOV_MAX = 512
+
+
+def writev_all(fd: int, parts: list) -> None:
+    """Append many buffers without joining them (a join copies every 64 KiB chunk again)."""
+    for i in range(0, len(parts), _IOV_MAX):
+        group = parts[i:i + _IOV_MAX]
+        n = os.writev(fd, group)
+        total = sum(len(p) for p in group)
+        if n < total:  # partial write: finish the rest the slow way
+            rest = b"".join(group)[n:]
+            write_all(fd, rest)
 
 
 def _event_bytes(event: str, **data) -> bytes:
@@ -97,6 +113,8 @@ class SpoolWriter:
                     frames=frames, reason="spool queue full (disk too slow)")))
             self._pending += n
             self._q.append((stream, time.monotonic_ns(), time.time_ns(), data))
+            if self._pending > WAKE_BYTES:
+                self._wake.set()
 
     def event(self, event: str, **data) -> None:
         """Record a lifecycle event (spawn, exit, signal, proxy_error...)."""
@@ -127,7 +145,7 @@ class SpoolWriter:
             parts.insert(0, gap)
             parts.insert(0, REC.pack(EVENT, len(gap), time.monotonic_ns(), time.time_ns()))
         try:
-            write_all(self.fd, b"".join(parts))
+            writev_all(self.fd, parts)
             self._unwritten.clear()
         except OSError as e:
             # A frame that cannot be recorded is counted and reported, never silently dropped.
@@ -145,7 +163,9 @@ class SpoolWriter:
 
     def _run(self) -> None:
         while not self._closed:
-            self._wake.wait(self.flush_interval)
+            if not self._q:
+                self._wake.wait(self.flush_interval)
+            self._wake.clear()
             self._drain()
         self._drain()
 

@@ -1,0 +1,160 @@
+"""Exit codes, signals, stdin/stdout lifecycle and bad input of the real wire-proxy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from proxy_support import WIRE_PROXY, db_rows, run_proxy, wait_until
+
+
+def lifecycle(db: str) -> list[tuple]:
+    return db_rows(db, "SELECT method, payload FROM frames WHERE direction = 'proxy' ORDER BY seq")
+
+
+@pytest.mark.parametrize("code", [0, 3, 77])
+def test_exits_with_the_agent_exit_code(tmp_path, code):
+    db = str(tmp_path / "s.db")
+    res = run_proxy(["-q", "--db", db, "--", "sh", "-c", f"cat; exit {code}"], b"x\n")
+    assert res.returncode == code
+    assert res.stdout == b"x\n"
+    assert db_rows(db, "SELECT exit_code, end_reason FROM sessions") == [(code, "agent_exit")]
+
+
+def test_agent_killed_by_signal_gives_128_plus_n(tmp_path):
+    db = str(tmp_path / "s.db")
+    res = run_proxy(["-q", "--db", db, "--", "sh", "-c", "kill -KILL $$"])
+    assert res.returncode == 128 + signal.SIGKILL
+    assert db_rows(db, "SELECT exit_code, exit_signal FROM sessions") == [(137, "SIGKILL")]
+
+
+TRAP_AGENT = r"""
+import os, signal, sys, time
+def on(sig, _):
+    sys.stdout.write(f"got {signal.Signals(sig).name}\n"); sys.stdout.flush()
+    sys.exit(40 + sig)
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, on)
+sys.stdout.write("ready\n"); sys.stdout.flush()
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signals_are_forwarded_to_the_agent(tmp_path, sig):
+    db = str(tmp_path / "s.db")
+    p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", sys.executable, "-c", TRAP_AGENT],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert out == f"got {sig.name}\n".encode()
+    assert p.returncode == 40 + sig
+    events = [m for m, _ in lifecycle(db)]
+    assert "signal" in events and events[-1] == "exit"
+
+
+def test_client_eof_closes_agent_stdin(tmp_path):
+    db = str(tmp_path / "s.db")
+    # `cat` only exits when its stdin closes: the proxy must pass the client's EOF on.
+    res = run_proxy(["-q", "--db", db, "--", "cat"], b"a\nb", timeout=30)
+    assert res.returncode == 0 and res.stdout == b"a\nb"
+    assert [m for m, _ in lifecycle(db)][:2] == ["spawn", "client_eof"]
+
+
+def test_stderr_is_relayed_and_recorded(tmp_path):
+    db = str(tmp_path / "s.db")
+    script = "import sys; sys.stderr.buffer.write(b'warn \\xff\\n partial'); print('out')"
+    res = run_proxy(["-q", "--db", db, "--", sys.executable, "-c", script])
+    assert res.returncode == 0
+    assert res.stderr == b"warn \xff\n partial"
+    assert res.stdout == b"out\n"
+    rows = db_rows(db, "SELECT raw, newline, kind FROM frames WHERE direction='stderr' ORDER BY seq")
+    assert [(bytes(r), nl, k) for r, nl, k in rows] == [(b"warn \xff", True, "stderr"),
+                                                     (b" partial", False, "stderr")]
+
+
+def test_client_hangup_keeps_recording(tmp_path):
+    db = str(tmp_path / "s.db")
+    # The client closes its end of our stdout at once; the agent's output must still be recorded.
+    p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", sys.executable, "-c",
+                          "import time\nfor i in range(50): print(i, flush=True); time.sleep(0.002)"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    p.wait(timeout=60)
+    assert p.returncode == 0
+    rows = db_rows(db, "SELECT raw FROM frames WHERE direction='a2c' ORDER BY seq")
+    assert [bytes(r) for (r,) in rows] == [str(i).encode() for i in range(50)]
+    assert "client_hangup" in [m for m, _ in lifecycle(db)]
+
+
+def test_session_row_has_name_tags_command_and_counts(tmp_path):
+    db = str(tmp_path / "s.db")
+    res = run_proxy(["-q", "--db", db, "--name", "demo", "--tag", "team=ide", "--tag", "k=v=w",
+                     "--", "cat"], b'{"jsonrpc":"2.0","method":"prompt","id":"p","params":{}}\n')
+    assert res.returncode == 0
+    (row,) = db_rows(db, "SELECT name, tags->>'team', tags->>'k', command->>'$[0]', cwd, protocol, "
+                         "frame_count, proxy_version FROM sessions")
+    assert row == ("demo", "ide", "v=w", "cat", os.getcwd(), "wire", 2, "0.1.0")
+
+
+def test_db_file_is_readable_by_owner_only(tmp_path):
+    db = tmp_path / "s.db"
+    run_proxy(["-q", "--db", str(db), "--", "true"])
+    assert db.stat().st_mode & 0o777 == 0o600
+
+
+def test_default_location_is_one_file_per_session(tmp_path):
+    env = dict(os.environ, WIRE_RECORDER_HOME=str(tmp_path / "home"))
+    env.pop("WIRE_PROXY_DB", None)
+    for _ in range(2):
+        assert run_proxy(["-q", "--", "true"], env=env).returncode == 0
+    files = sorted((tmp_path / "home" / "sessions").rglob("*.db"))
+    assert len(files) == 2
+
+
+def test_env_var_chooses_the_db(tmp_path):
+    db = tmp_path / "env.db"
+    env = dict(os.environ, WIRE_PROXY_DB=str(db))
+    assert run_proxy(["-q", "--", "true"], env=env).returncode == 0
+    assert db_rows(str(db), "SELECT count(*) FROM sessions") == [(1,)]
+
+
+@pytest.mark.parametrize("args, needle, code", [
+    ([], "no agent command given", 2),
+    (["--"], "no agent command given", 2),
+    (["--bogus", "--", "cat"], "unknown option --bogus", 2),
+    (["--db"], "option --db needs a value", 2),
+    (["--tag", "novalue", "--", "cat"], "is not KEY=VALUE", 2),
+    (["--", "/no/such/agent-binary"], "cannot start '/no/such/agent-binary'", 127),
+    (["--db", "/", "--", "cat"], "is a directory", 2),
+    (["--db", "/etc/passwd", "--", "cat"], "is not a DuckDB file", 2),
+])
+def test_bad_input_gives_one_clear_line(args, needle, code):
+    res = run_proxy(args, timeout=30)
+    assert res.returncode == code
+    lines = res.stderr.decode().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("wire-proxy: ")
+    assert res.stdout == b""
+
+
+def test_help_and_version():
+    res = run_proxy(["--help"])
+    assert res.returncode == 0 and b"usage: wire-proxy" in res.stdout
+    assert run_proxy(["--version"]).stdout.startswith(b"wire-proxy ")
+
+
+def test_spawn_happens_before_heavy_imports(tmp_path):
+    # The relay process must not import duckdb/pydantic/typer/rich (start-up cost); the loader
+    # process does that work.
+    db = str(tmp_path / "s.db")
+    script = ("import os, sys; pp = os.getppid(); "
+              "m = open(f'/proc/{pp}/maps').read(); "
+              "print('duckdb' in m, 'pydantic_core' in m)")
+    res = run_proxy(["-q", "--db", db, "--", sys.executable, "-c", script])
+    assert res.stdout == b"False False\n"
