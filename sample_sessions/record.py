@@ -1,0 +1,74 @@
+"""Record the sample sessions from the real agent, through the real proxy.
+
+    .venv/bin/python sample_sessions/record.py            # every scenario -> sample_sessions/NAME.jsonl
+    .venv/bin/python sample_sessions/record.py approve_shell --db demo.db   # one, keep its .db
+
+Each scenario runs kimi-cli 1.51.0 with its `_scripted_echo` LLM behind `wire-proxy`, is checked
+(the intended requests and answers happened), and is exported as a text transcript, so a reviewer
+reads a re-recording as a diff. `wire-import sample_sessions/*.jsonl --db all.db` gives a DuckDB file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from recorder.errors import UserError  # noqa: E402
+from recorder.store import open_store  # noqa: E402
+from recorder.transcript import write_transcript  # noqa: E402
+from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario  # noqa: E402
+
+WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
+
+
+def record(name: str, db: str, out_dir: Path | None = HERE) -> tuple[str, list[str]]:
+    """Record one scenario into db (appending a session); return (session id, problems)."""
+    scenario = SCENARIOS[name]
+    prefix = [WIRE_PROXY, "-q", "--db", db, "--name", name, "--tag", f"scenario={name}", "--"]
+    result = run_scenario(scenario, prefix)
+    problems = check_scenario(scenario, result)
+    with open_store(db, read_only=True) as store:
+        session = [s for s in store.sessions() if s["name"] == name][-1]
+        if out_dir is not None:
+            with open(out_dir / f"{name}.jsonl", "wb") as f:
+                write_transcript(store, session["session_id"], f)
+    return session["session_id"], problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help=f"scenarios (default: all): {', '.join(SCENARIOS)}")
+    ap.add_argument("--db", help="also keep the recording in this DuckDB file")
+    ap.add_argument("--no-transcript", action="store_true", help="do not write sample_sessions/*.jsonl")
+    args = ap.parse_args(argv)
+    names = args.names or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"record.py: unknown scenario {unknown[0]!r}; known: {', '.join(SCENARIOS)}",
+              file=sys.stderr)
+        return 2
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or os.path.join(tmp, "samples.db")
+        for name in names:
+            try:
+                sid, problems = record(name, db, None if args.no_transcript else HERE)
+            except UserError as e:
+                print(f"record.py: {name}: {e.one_line()}", file=sys.stderr)
+                return 2
+            status = "ok" if not problems else "PROBLEMS: " + "; ".join(problems)
+            failed += bool(problems)
+            print(f"{name:22} session {sid}  {status}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
