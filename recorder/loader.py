@@ -22,6 +22,13 @@ from .store import DBLocked, Store, open_store
 BATCH_ROWS = 50_000
 BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
 POLL_S = 0.02
+# DuckDB lets one process write a file and nobody else read it meanwhile. The loader lets go of
+# the file whenever the session is quiet for this long, so `wire-query` and `wire-show --follow`
+# can read a live recording; the spool keeps everything while a reader holds the file.
+IDLE_RELEASE_S = 0.3
+MAX_BUFFERED_ROWS = 200_000  # past this, stop reading the spool until the DB is writable again
+LOCKED_AT_START_S = 2.0  # a reader's brief lock is waited out; a writer's means a sibling file
+FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
 
 
@@ -33,11 +40,41 @@ def _say(msg: str) -> None:
         pass
 
 
+class DB:
+    """A store opened on demand and let go of when idle, so readers get their turn."""
+
+    def __init__(self, path: str, store: Store | None = None):
+        self.path = path
+        self.store = store
+        self.pinned = store is not None  # a store handed in by the caller stays open
+
+    def get(self) -> Store | None:
+        if self.store is None:
+            try:
+                self.store = open_store(self.path)
+            except DBLocked:
+                return None
+        return self.store
+
+    def wait(self, timeout: float) -> Store | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            store = self.get()
+            if store is not None or time.monotonic() >= deadline:
+                return store
+            time.sleep(0.05)
+
+    def release(self) -> None:
+        if self.store is not None and not self.pinned:
+            self.store.close()  # closing checkpoints: the file is whole without its .wal
+            self.store = None
+
+
 class Ingest:
     """Turns spool records into frame rows for one session."""
 
-    def __init__(self, store: Store, meta: dict, resume_after: int = 0):
-        self.store = store
+    def __init__(self, store, meta: dict, resume_after: int = 0):
+        self.store = store  # a DB (or None in tests that only look at the rows)
         self.meta = meta
         self.sid = meta["session_id"]
         self.seq = 0
@@ -147,15 +184,20 @@ class Ingest:
             else:
                 self.data(r.stream, r.data, r.mono_ns, r.wall_ns)
 
-    def flush(self, force: bool = False) -> None:
+    def flush(self, force: bool = False) -> bool:
+        """Write buffered rows when due. False when the DB is busy (rows stay buffered)."""
         now = time.monotonic()
         if self.rows and (force or len(self.rows) >= BATCH_ROWS or
                           now - self.last_flush >= BATCH_SECONDS):
-            self.store.insert_frames(self.rows)
+            store = self.store.get()
+            if store is None:
+                return False
+            store.insert_frames(self.rows)
             self.rows = []
             self.last_flush = now
         elif not self.rows:
             self.last_flush = now
+        return True
 
     # -- session row ----------------------------------------------------------------------------
     def session_values(self, end_reason: str | None) -> dict:
@@ -189,14 +231,18 @@ class Ingest:
                 values["exit_signal"] = self.exit.get("signal")
         return values
 
-    def finish(self, end_reason: str) -> None:
+    def finish(self, end_reason: str) -> bool:
         for s in (C2A, A2C, STDERR):
             if self.partial[s]:
                 self._flush_partial(s, time.monotonic_ns(), self.last_wall_ns or time.time_ns())
-        self.flush(force=True)
         if self.protocol is None and self.frame_count:
             self.protocol = "unknown"
-        self.store.upsert_session(self.session_values(end_reason))
+        store = self.store.wait(FINISH_WAIT_S)
+        if store is None:
+            return False
+        self.flush(force=True)
+        store.upsert_session(self.session_values(end_reason))
+        return True
 
 
 def _lock_shared(path: str):
@@ -230,21 +276,27 @@ def spool_is_orphan(path: str) -> bool:
         os.close(fd)
 
 
-def _open_for(db: str, session_id: str, spool_path: str) -> tuple[Store, str, str]:
-    """Open the chosen DB, or a sibling file when it is locked or unusable (and say so)."""
+def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
+    """Open the chosen DB, or a sibling file when another writer keeps it locked or it is
+    unusable (and say so)."""
+    handle = DB(db)
     try:
-        return open_store(db), db, spool_path
-    except (DBLocked, UserError) as e:
-        root, ext = os.path.splitext(db)
-        sibling = f"{root}.{session_id}{ext or '.db'}"
-        _say(f"{e.one_line()}; recording this session into {sibling} instead")
-        store = open_store(sibling)
-        new_spool = f"{sibling}.{session_id}.spool"
-        try:
-            os.rename(spool_path, new_spool)
-        except OSError:
-            new_spool = spool_path
-        return store, sibling, new_spool
+        if handle.wait(LOCKED_AT_START_S) is not None:
+            return handle, db, spool_path
+        problem = f"{db} is in use by another process"
+    except UserError as e:
+        problem = e.one_line()
+    root, ext = os.path.splitext(db)
+    sibling = f"{root}.{session_id}{ext or '.db'}"
+    _say(f"{problem}; recording this session into {sibling} instead")
+    handle = DB(sibling)
+    handle.wait(LOCKED_AT_START_S) or open_store(sibling)  # raises a clear error if unusable
+    new_spool = f"{sibling}.{session_id}.spool"
+    try:
+        os.rename(spool_path, new_spool)
+    except OSError:
+        new_spool = spool_path
+    return handle, sibling, new_spool
 
 
 def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> dict:
@@ -254,26 +306,28 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
     reader = SpoolReader(spool_path)
     meta = reader.meta
     sid = meta["session_id"]
-    own_store = store is None
-    if own_store:
-        store, db, spool_path = _open_for(meta["db"], sid, spool_path)
+    if store is None:
+        handle, db, spool_path = _open_for(meta["db"], sid, spool_path)
         if db != meta["db"]:
             meta["db_note"] = f"recorded into a sibling of {meta['db']}"
     else:
-        db = store.path
+        handle, db = DB(store.path, store), store.path
     try:
-        ing = Ingest(store, meta, resume_after=store.max_seq(sid))
-        store.upsert_session(ing.session_values(None))
+        first = handle.get()
+        ing = Ingest(handle, meta, resume_after=first.max_seq(sid))
+        first.upsert_session(ing.session_values(None))
         stop = {"flag": False}
         if follow:
             signal.signal(signal.SIGTERM, lambda *_: stop.update(flag=True))
         proxy_pid = meta.get("proxy_pid")
         end_reason = "agent_exit"
+        quiet_since = time.monotonic()
         while True:
-            records = reader.read_available()
+            records = reader.read_available() if len(ing.rows) < MAX_BUFFERED_ROWS else []
             if records:
                 ing.feed(records)
                 ing.flush()
+                quiet_since = time.monotonic()
                 if ing.ended:
                     break
                 continue
@@ -284,15 +338,18 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             if stop["flag"] or os.getppid() != proxy_pid:
                 # The proxy is gone without its end marker (SIGKILL): take what reached the disk.
                 time.sleep(0.05)
-                ing.feed(reader.read_available())
+                while records := reader.read_available():
+                    ing.feed(records)
                 end_reason = "proxy_killed"
                 break
+            if not ing.rows and time.monotonic() - quiet_since > IDLE_RELEASE_S:
+                handle.release()
             time.sleep(POLL_S)
         if ing.ended and end_reason == "recovered":
             end_reason = "agent_exit"
         torn = reader.torn_bytes
-        ing.finish(end_reason)
-        store.con.execute("CHECKPOINT")
+        if not ing.finish(end_reason):
+            raise UserError(f"{db} stayed locked by another process for {FINISH_WAIT_S:.0f} s")
         reader.close()
         if torn:
             _say(f"the last {torn} bytes of {spool_path} were cut off mid-write and are not recorded")
@@ -303,8 +360,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         return {"session_id": sid, "db": db, "frames": ing.frame_count, "end_reason": end_reason,
                 "rows": ing.seq}
     finally:
-        if own_store:
-            store.close()
+        handle.release()
         if lock_fd is not None:
             os.close(lock_fd)
 

@@ -174,3 +174,26 @@ def test_stalled_disk_never_stalls_the_relay(tmp_path):
     assert gaps, "the loss must be marked in the recording"
     lost = sum(int(__import__("json").loads(r[12])["bytes"]) for r in gaps)
     assert lost == writer.lost_bytes
+
+
+def test_live_recording_can_be_read_while_the_session_is_quiet(tmp_path):
+    db = str(tmp_path / "s.db")
+    p, sent = _proxy_with_pings(db, 20)
+
+    def readable():
+        try:
+            return stream_of(db, "c2a") == sent
+        except duckdb.IOException:  # the loader holds the file while it writes
+            return False
+    assert wait_until(readable, timeout=30)
+    # A reader holding the file meanwhile must not lose the frames that come next.
+    reader = duckdb.connect(db, read_only=True)
+    more = b'{"jsonrpc":"2.0","method":"prompt","id":"late","params":{}}\n'
+    p.stdin.write(more)
+    p.stdin.flush()
+    assert p.stdout.readline() == more
+    time.sleep(0.5)
+    reader.close()
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0
+    assert stream_of(db, "c2a") == sent + more
