@@ -1,7 +1,7 @@
 """Pydantic models of the Kimi CLI Wire protocol as kimi-cli 1.51.0 speaks it (protocol "1.10").
 
 Field names, order, defaults and value sets mirror `kimi_cli/wire/{types,jsonrpc}.py` and kosong,
-so that `model_dump_json(exclude_unset=True)` of a parsed agent frame reproduces the agent's bytes.
+so that `dump_message` of a parsed agent frame reproduces the agent's bytes exactly.
 Every model allows extra fields: a newer agent may add some, and a recorder must never reject a
 frame. Values kimi itself would refuse (an unknown approval kind, a numeric client id, an unknown
 event type) make `parse_message` return an `UnknownFrame` with the reason, never an exception.
@@ -32,15 +32,28 @@ class WireModel(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
 
+class _Tagged(WireModel):
+    """A model whose tag fields (`type`, `jsonrpc`, `method`) count as set even when defaulted.
+
+    `dump_message` uses exclude_unset so a parsed frame re-serialises to exactly the keys it had;
+    without this, a model built in code would lose the tags kimi needs to dispatch on.
+    """
+
+    tag_fields: ClassVar[tuple[str, ...]] = ("type",)
+
+    def model_post_init(self, context: Any) -> None:
+        self.__pydantic_fields_set__.update(self.tag_fields)
+
+
 # --- content parts (kosong.message) -------------------------------------------------------
 
 
-class TextPart(WireModel):
+class TextPart(_Tagged):
     type: Literal["text"] = "text"
     text: str
 
 
-class ThinkPart(WireModel):
+class ThinkPart(_Tagged):
     type: Literal["think"] = "think"
     think: str
     encrypted: str | None = None
@@ -51,23 +64,24 @@ class MediaURL(WireModel):
     id: str | None = None
 
 
-class ImageURLPart(WireModel):
+class ImageURLPart(_Tagged):
     type: Literal["image_url"] = "image_url"
     image_url: MediaURL
 
 
-class AudioURLPart(WireModel):
+class AudioURLPart(_Tagged):
     type: Literal["audio_url"] = "audio_url"
     audio_url: MediaURL
 
 
-class VideoURLPart(WireModel):
+class VideoURLPart(_Tagged):
     type: Literal["video_url"] = "video_url"
     video_url: MediaURL
 
 
-def _type_tag(value: Any) -> Any:
-    return value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+def _type_tag(value: Any) -> str | None:
+    tag = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return tag if isinstance(tag, str) else None
 
 
 # kosong dispatches on `type` and fails on an unknown one; so do we (the frame is then flagged).
@@ -87,18 +101,18 @@ UserInput = Union[str, list[ContentPart]]
 # --- display blocks (kosong.tooling, kimi_cli.tools.display) ------------------------------
 
 
-class BriefDisplayBlock(WireModel):
+class BriefDisplayBlock(_Tagged):
     type: Literal["brief"] = "brief"
     text: str
 
 
-class ShellDisplayBlock(WireModel):
+class ShellDisplayBlock(_Tagged):
     type: Literal["shell"] = "shell"
     language: str
     command: str
 
 
-class DiffDisplayBlock(WireModel):
+class DiffDisplayBlock(_Tagged):
     type: Literal["diff"] = "diff"
     path: str
     old_text: str
@@ -113,12 +127,12 @@ class TodoDisplayItem(WireModel):
     status: Literal["pending", "in_progress", "done"]
 
 
-class TodoDisplayBlock(WireModel):
+class TodoDisplayBlock(_Tagged):
     type: Literal["todo"] = "todo"
     items: list[TodoDisplayItem]
 
 
-class BackgroundTaskDisplayBlock(WireModel):
+class BackgroundTaskDisplayBlock(_Tagged):
     type: Literal["background_task"] = "background_task"
     task_id: str
     kind: str
@@ -126,8 +140,12 @@ class BackgroundTaskDisplayBlock(WireModel):
     description: str
 
 
-class UnknownDisplayBlock(WireModel):
-    """kimi sends blocks it has no class for as `{type, data}`; clients may send any shape."""
+class UnknownDisplayBlock(_Tagged):
+    """kimi sends blocks it has no class for as `{type, data}`.
+
+    kosong requires `data` but first folds a client's `{type, **fields}` into it; keeping the
+    client's shape (fields as extras) records the frame as sent and accepts what kimi accepts.
+    """
 
     type: str = "unknown"
     data: Any = None
@@ -163,7 +181,7 @@ class FunctionBody(WireModel):
     arguments: str | None
 
 
-class ToolCall(WireModel):
+class ToolCall(_Tagged):
     type: Literal["function"] = "function"
     id: str
     function: FunctionBody
@@ -630,15 +648,20 @@ class EventEnvelope(_Envelope):
     payload_types = _EVENT_PAYLOADS
     what = "event"
 
+    @property
+    def canonical_type(self) -> str:
+        return LEGACY_EVENT_NAMES.get(self.type, self.type)
+
 
 class RequestEnvelope(_Envelope):
     payload_types = _REQUEST_PAYLOADS
     what = "request"
 
 
-class _Frame(WireModel):
+class _Frame(_Tagged):
     known: ClassVar[bool] = True
     kind: ClassVar[str]
+    tag_fields = ("jsonrpc", "method")
     jsonrpc: Literal["2.0"] = "2.0"
 
 
@@ -697,6 +720,7 @@ class SuccessResponse(_Frame):
     """`result` is typed only when `parse_message` is told what the response answers."""
 
     kind = "response"
+    tag_fields = ("jsonrpc",)
     id: str | None
     result: Any = None
 
@@ -709,6 +733,7 @@ class ErrorObject(WireModel):
 
 class ErrorResponse(_Frame):
     kind = "error"
+    tag_fields = ("jsonrpc",)
     id: str | None
     error: ErrorObject
 
@@ -740,7 +765,6 @@ _CLIENT_REQUESTS: dict[str, type[ClientRequest]] = {
         SetPlanModeRequest,
     )
 }
-assert _CLIENT_REQUESTS.keys() == _CLIENT_METHODS.keys()
 
 
 def _summary(e: ValidationError, limit: int = 3) -> str:
@@ -748,6 +772,15 @@ def _summary(e: ValidationError, limit: int = 3) -> str:
     parts = [f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in errors]
     more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
     return "; ".join(parts[:limit]) + more
+
+
+def dump_message(msg: BaseModel) -> str:
+    """Compact JSON, raw UTF-8, as kimi writes it.
+
+    A parsed agent frame comes out byte-identical to the line it was parsed from (the models
+    mirror kimi's field order); fields that were absent stay absent.
+    """
+    return msg.model_dump_json(exclude_unset=True)
 
 
 def frame_kind(obj: Any) -> str:
@@ -771,7 +804,9 @@ def parse_message(obj: Any, *, reply_to: str | None = None) -> ParsedMessage:
     """
     kind = frame_kind(obj)
     params = obj.get("params") if isinstance(obj, dict) else None
+    # Non-string names would break the set lookups below; they are unknown by definition.
     wire_type = params.get("type") if isinstance(params, dict) else None
+    wire_type = wire_type if isinstance(wire_type, str) else None
     method = obj.get("method") if isinstance(obj, dict) else None
 
     def unknown(reason: str) -> UnknownFrame:
@@ -779,13 +814,15 @@ def parse_message(obj: Any, *, reply_to: str | None = None) -> ParsedMessage:
             kind=kind,
             method=method if isinstance(method, str) else None,
             id=obj.get("id") if isinstance(obj, dict) else None,
-            type=wire_type if isinstance(wire_type, str) else None,
+            type=wire_type,
             reason=reason,
             raw=obj,
         )
 
     if kind == "invalid":
         return unknown("not a JSON-RPC 2.0 message")
+    if kind in ("request", "notification") and not isinstance(method, str):
+        return unknown("method is not a string")
 
     model: type[_Frame] | None
     result_type: Any = None
