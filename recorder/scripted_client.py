@@ -524,7 +524,10 @@ class _Driver:
             try:
                 self.proc.wait(timeout=max(0.0, exit_deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.problems.append(f"agent did not exit within {self.plan.exit_timeout}s after stdin EOF; killed")
+                if exit_deadline >= hard_deadline:
+                    self.timed_out = True  # reported below
+                else:
+                    self.problems.append(f"agent did not exit within {self.plan.exit_timeout}s after stdin EOF; killed")
                 self._kill()
         finally:
             if self.proc.poll() is None:
@@ -536,12 +539,6 @@ class _Driver:
             watchdog.cancel()
             for th in readers:
                 th.join(timeout=5)
-            # frames that arrived after the last pump
-            while True:
-                try:
-                    item = self.inbox.get_nowait()
-                except queue.Empty:
-                    break
             self._close_stdin()
             for s in (self.proc.stdout, self.proc.stderr):
                 try:
@@ -567,9 +564,11 @@ class _Driver:
         if plan.initialize:
             rid = self._next_id("init")
             self._send({"jsonrpc": "2.0", "method": "initialize", "id": rid, "params": plan.initialize_params()})
-            ok = self._pump(self._has_response(rid), min(hard_deadline, time.monotonic() + plan.init_timeout))
+            start = time.monotonic()
+            ok = self._pump(self._has_response(rid), min(hard_deadline, start + plan.init_timeout))
             if not ok:
-                self.problems.append(f"no response to initialize within {plan.init_timeout}s")
+                why = "agent closed stdout" if self.eof else "gave up"
+                self.problems.append(f"no response to initialize ({why} after {time.monotonic() - start:.1f}s)")
                 return
         for pr in plan.prompts:
             rid = self._next_id("p")
@@ -599,7 +598,8 @@ class _Driver:
                 if id(trig) not in self.fired:
                     self.notes.append(f"{trig[0]} trigger {trig[1]}#{trig[2]} for {rid} never seen")
             if not ok:
-                self.problems.append(f"no response to {rid} within {timeout}s")
+                why = "agent closed stdout" if self.eof else "gave up"
+                self.problems.append(f"no response to {rid} ({why} after {time.monotonic() - start:.1f}s)")
                 return
 
 

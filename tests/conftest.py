@@ -1,0 +1,43 @@
+"""Shared fixtures: the real kimi peer and scratch runs for it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # sample_sessions/ is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from recorder.kimi_peer import KimiRun, PeerMissing, find_kimi  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kimi_exe() -> Path:
+    """Path of the real kimi executable; skip (fail on CI) when it is not installed."""
+    try:
+        return find_kimi()
+    except PeerMissing as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"real agent missing on CI: {e.one_line()}")
+        pytest.skip(e.one_line())
+
+
+@pytest.fixture
+def kimi_run(kimi_exe, tmp_path):
+    """Factory: `kimi_run(scenario)` or `kimi_run(scripts, session_id=...)` -> KimiRun."""
+    runs: list[KimiRun] = []
+
+    def make(scenario_or_scripts, session_id: str | None = None) -> KimiRun:
+        scripts = getattr(scenario_or_scripts, "scripts", scenario_or_scripts)
+        sid = session_id if session_id is not None else getattr(scenario_or_scripts, "session_id", None)
+        run = KimiRun.create(scripts, session_id=sid, kimi=kimi_exe, tmp_root=tmp_path)
+        runs.append(run)
+        return run
+
+    yield make
+    for run in runs:
+        run.cleanup()
