@@ -97,7 +97,9 @@ class SpoolWriter:
     def put(self, stream: int, data: bytes) -> None:
         n = len(data)
         with self._lock:
-            if self._pending + n > self.max_pending:
+            # After close (a grandchild still writing once the agent is gone) nothing reaches
+            # the disk any more: count it like any other loss.
+            if self._closed or self._pending + n > self.max_pending:
                 d = self._dropped.setdefault(stream, [0, 0, 0])
                 d[0] += 1
                 d[1] += n
