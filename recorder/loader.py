@@ -20,13 +20,16 @@ from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
 from .store import DBLocked, Store, open_store
 
 BATCH_ROWS = 50_000
+BATCH_BYTES = 16 << 20  # large frames: a batch of 50k x 2 MB would need 100 GB
 BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
 POLL_S = 0.02
 # DuckDB lets one process write a file and nobody else read it meanwhile. The loader lets go of
 # the file whenever the session is quiet for this long, so `wire-query` and `wire-show --follow`
 # can read a live recording; the spool keeps everything while a reader holds the file.
 IDLE_RELEASE_S = 0.3
-MAX_BUFFERED_ROWS = 200_000  # past this, stop reading the spool until the DB is writable again
+# Past these, stop reading the spool until the DB is writable again (the spool keeps the rest).
+MAX_BUFFERED_ROWS = 200_000
+MAX_BUFFERED_BYTES = 64 << 20
 LOCKED_AT_START_S = 2.0  # a reader's brief lock is waited out; a writer's means a sibling file
 FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
@@ -54,6 +57,10 @@ class DB:
                 self.store = open_store(self.path)
             except DBLocked:
                 return None
+            # Bounded memory next to the agent; automatic checkpoints at the default threshold
+            # made bulk loads 3.5x slower here, and closing checkpoints anyway.
+            self.store.con.execute("SET memory_limit = '512MB'")
+            self.store.con.execute("SET checkpoint_threshold = '1GB'")
         return self.store
 
     def wait(self, timeout: float) -> Store | None:
@@ -82,6 +89,7 @@ class Ingest:
         self.partial: dict[int, list[bytes]] = {C2A: [], A2C: [], STDERR: []}
         self.after_gap: set[int] = set()
         self.rows: list[tuple] = []
+        self.row_bytes = 0
         self.last_flush = time.monotonic()
         self.protocol = meta.get("protocol")
         self.protocol_version = None
@@ -102,6 +110,7 @@ class Ingest:
         self.rows.append((self.sid, self.seq, wall_ts(wall), mono, direction, raw, newline,
                           len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
                           ex.parse_error, ex.known))
+        self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
         direction = STREAM_NAMES[stream]
@@ -176,6 +185,10 @@ class Ingest:
         self._row(mono, wall, "proxy", payload, True,
                   Extracted("lifecycle", method=name, payload=orjson.dumps(data).decode()))
 
+    @property
+    def full(self) -> bool:
+        return len(self.rows) >= MAX_BUFFERED_ROWS or self.row_bytes >= MAX_BUFFERED_BYTES
+
     def feed(self, records) -> None:
         for r in records:
             self.last_wall_ns = r.wall_ns
@@ -187,13 +200,14 @@ class Ingest:
     def flush(self, force: bool = False) -> bool:
         """Write buffered rows when due. False when the DB is busy (rows stay buffered)."""
         now = time.monotonic()
-        if self.rows and (force or len(self.rows) >= BATCH_ROWS or
-                          now - self.last_flush >= BATCH_SECONDS):
+        if self.rows and (force or len(self.rows) >= BATCH_ROWS or self.row_bytes >= BATCH_BYTES
+                          or now - self.last_flush >= BATCH_SECONDS):
             store = self.store.get()
             if store is None:
                 return False
             store.insert_frames(self.rows)
             self.rows = []
+            self.row_bytes = 0
             self.last_flush = now
         elif not self.rows:
             self.last_flush = now
@@ -323,7 +337,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         end_reason = "agent_exit"
         quiet_since = time.monotonic()
         while True:
-            records = reader.read_available() if len(ing.rows) < MAX_BUFFERED_ROWS else []
+            records = reader.read_available() if not ing.full else []
             if records:
                 ing.feed(records)
                 ing.flush()
