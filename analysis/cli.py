@@ -1,0 +1,262 @@
+"""Command lines: thin typer wrappers over the library functions of this package.
+
+Every UserError becomes one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from recorder.errors import UserError
+
+
+def _fail(prog: str, e: UserError) -> None:
+    sys.stderr.write(f"{prog}: {e.one_line()}\n")
+    raise typer.Exit(e.exit_code)
+
+
+def _guard(prog: str):
+    """Run a command body, turning user errors (and a broken pipe from `| head`) into exits."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except UserError as e:
+                _fail(prog, e)
+            except BrokenPipeError:
+                try:
+                    sys.stdout = open(os.devnull, "w")
+                except OSError:
+                    pass
+                raise typer.Exit(0)
+            except KeyboardInterrupt:
+                raise typer.Exit(130)
+        return wrapper
+    return deco
+
+
+def _app(help_text: str) -> typer.Typer:
+    return typer.Typer(add_completion=False, help=help_text, no_args_is_help=False,
+                       pretty_exceptions_enable=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _check_format(fmt: str, allowed) -> str:
+    if fmt not in allowed:
+        raise UserError(f"unknown format {fmt!r}", "use one of " + ", ".join(allowed))
+    return fmt
+
+
+# -- wire-query --------------------------------------------------------------------------------
+query_app = _app("Run SQL over recordings (files, globs, folders). The last argument is the SQL.")
+
+
+@query_app.command()
+@_guard("wire-query")
+def query_cmd(
+    args: List[str] = typer.Argument(..., metavar="DB... SQL",
+                                     help="recordings (.db, globs, folders, .jsonl), then the SQL"),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv, json or markdown"),
+    max_cell: int = typer.Option(80, "--max-cell", help="shorten table cells to this width"),
+):
+    from .output import FORMATS, render
+    from .query import query
+
+    _check_format(fmt, FORMATS)
+    if len(args) < 2:
+        raise UserError("give at least one recording and the SQL",
+                        'e.g. wire-query "sessions/*.db" "select * from turns"')
+    cols, rows = query(args[:-1], args[-1])
+    if cols:
+        render(cols, rows, fmt, max_cell=max_cell)
+
+
+# -- wire-stats --------------------------------------------------------------------------------
+stats_app = _app("Summary of recordings: tokens, slowest tools, approval waits, errors.")
+
+
+@stats_app.command()
+@_guard("wire-stats")
+def stats_cmd(
+    dbs: List[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
+    session: Optional[List[str]] = typer.Option(None, "--session", "-s",
+                                                help="only this session (id or prefix); repeatable"),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json"),
+):
+    from .sources import open_workspace
+    from .stats import render_summary, summarize
+
+    _check_format(fmt, ("table", "json"))
+    with open_workspace(dbs) as ws:
+        ids = [ws.resolve_session(s) for s in session] if session else None
+        summary = summarize(ws, ids)
+    if fmt == "json":
+        import orjson
+
+        sys.stdout.write(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render_summary(summary)
+
+
+def query_main() -> None:
+    query_app(prog_name="wire-query")
+
+
+def stats_main() -> None:
+    stats_app(prog_name="wire-stats")
+
+
+# -- wire-show ---------------------------------------------------------------------------------
+show_app = _app("A session as a timeline: turns, steps, text, tool calls, approvals, tokens.")
+
+
+@show_app.command()
+@_guard("wire-show")
+def show_cmd(
+    db: str = typer.Argument(..., metavar="DB", help="a recording (.db) or a transcript (.jsonl)"),
+    session: Optional[str] = typer.Option(None, "--session", "-s", help="session id or prefix"),
+    follow: bool = typer.Option(False, "--follow", "-F",
+                                help="tail a session that is still being recorded"),
+    html_out: Optional[str] = typer.Option(None, "--html", help="write a self-contained HTML "
+                                           "report (timeline and token chart) to this file"),
+    width: int = typer.Option(100, "--width", help="shorten text, arguments and outputs to this"),
+    no_text: bool = typer.Option(False, "--no-text", help="hide text and thinking"),
+    wait: float = typer.Option(0.0, "--wait", help="with --follow: wait this many seconds for "
+                               "a recording to start"),
+):
+    from rich.console import Console
+
+    from .show import follow as follow_live
+    from .show import show_frames
+
+    console = Console(highlight=False, soft_wrap=True)
+    emit = console.print
+    if follow:
+        how = follow_live(db, session, emit, width=width, show_text=not no_text, wait_s=wait)
+        if how != "not live":
+            return
+        console.print("[dim](no live recording found; showing the file as it is)[/]")
+    from .sources import open_workspace
+
+    with open_workspace([db], materialize=html_out is not None) as ws:
+        sid = ws.resolve_session(session)
+        if html_out:
+            from .html_report import render_html
+
+            page = render_html(ws, sid)
+            try:
+                with open(html_out, "w", encoding="utf-8") as f:
+                    f.write(page)
+            except OSError as e:
+                raise UserError(f"cannot write {html_out}: {e.strerror}") from None
+            sys.stderr.write(f"wire-show: wrote {html_out} ({len(page):,} bytes)\n")
+            return
+        from .export import _frames, _session_row
+
+        show_frames(_session_row(ws, sid), _frames(ws, sid), emit, width=width,
+                    show_text=not no_text)
+
+
+# -- wire-import -------------------------------------------------------------------------------
+import_app = _app("Import transcripts (.jsonl) and kimi session logs (wire.jsonl) into a DB.")
+
+
+@import_app.command()
+@_guard("wire-import")
+def import_cmd(
+    inputs: List[str] = typer.Argument(..., metavar="FILE...", help="transcripts, kimi wire.jsonl "
+                                       "files, kimi session folders, globs"),
+    db: Optional[str] = typer.Option(None, "--db", help="the DB to write (default: FILE.db for "
+                                     "a single FILE)"),
+    replace: bool = typer.Option(False, "--replace", help="overwrite sessions already in the DB"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
+):
+    from .importers import expand_import_inputs, import_files
+
+    paths = expand_import_inputs(inputs)
+    if db is None:
+        if len(paths) != 1:
+            raise UserError(f"{len(paths)} files to import: say where with --db X.db")
+        db = os.path.splitext(paths[0])[0] + ".db"
+    total = sum(os.path.getsize(p) for p in paths)
+    if quiet or len(paths) < 2 and total < (8 << 20):
+        results = import_files(paths, db, replace=replace)
+    else:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                      TextColumn("{task.fields[name]}"), transient=True) as bar:
+            task = bar.add_task("import", total=total, name="")
+            results = import_files(paths, db, replace=replace,
+                                   progress=lambda p, n: bar.update(task, advance=n,
+                                                                    name=os.path.basename(p)))
+    if not quiet:
+        frames = sum(r["frames"] for r in results)
+        sys.stderr.write(f"wire-import: {len(results)} session(s), {frames:,} frames into {db}\n")
+
+
+# -- wire-export -------------------------------------------------------------------------------
+export_app = _app("Export sessions: text transcript, JSONL, or Parquet partitioned by day.")
+
+
+@export_app.command()
+@_guard("wire-export")
+def export_cmd(
+    dbs: List[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
+    fmt: str = typer.Option("transcript", "--format", "-f",
+                            help="transcript (default), jsonl or parquet"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (transcript, "
+                                      "jsonl; default stdout) or folder (parquet, required)"),
+    session: Optional[List[str]] = typer.Option(None, "--session", "-s", help="session id or "
+                                                "prefix; repeatable (parquet: default all)"),
+):
+    from .export import export_parquet, write_jsonl, write_transcript
+    from .sources import open_workspace
+
+    _check_format(fmt, ("transcript", "jsonl", "parquet"))
+    with open_workspace(dbs, materialize=False) as ws:
+        if fmt == "parquet":
+            if not out:
+                raise UserError("--format parquet needs --out FOLDER")
+            ids = [ws.resolve_session(s) for s in session] if session else ws.session_ids()
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            with Progress(TextColumn("exporting"), BarColumn(), MofNCompleteColumn(),
+                          transient=True, disable=len(ids) < 5) as bar:
+                task = bar.add_task("export", total=len(ids))
+                files = export_parquet(ws, out, ids, progress=lambda _: bar.advance(task))
+            sys.stderr.write(f"wire-export: {len(files)} session(s) into {out}/frames and "
+                             f"{out}/sessions (partitioned by day)\n")
+            return
+        if session and len(session) > 1:
+            raise UserError(f"--format {fmt} writes one session", "give one --session")
+        sid = ws.resolve_session(session[0] if session else None)
+        writer = write_transcript if fmt == "transcript" else write_jsonl
+        if out and out != "-":
+            try:
+                with open(out, "wb") as f:
+                    n = writer(ws, sid, f)
+            except OSError as e:
+                raise UserError(f"cannot write {out}: {e.strerror}") from None
+            sys.stderr.write(f"wire-export: session {sid}, {n:,} frames into {out}\n")
+        else:
+            writer(ws, sid, sys.stdout.buffer)
+            sys.stdout.flush()
+
+
+def show_main() -> None:
+    show_app(prog_name="wire-show")
+
+
+def import_main() -> None:
+    import_app(prog_name="wire-import")
+
+
+def export_main() -> None:
+    export_app(prog_name="wire-export")

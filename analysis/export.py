@@ -1,0 +1,113 @@
+"""Export sessions: to the text transcript, to JSONL (one frame per line, payload parsed), and
+to Parquet partitioned by day, so months of sessions can live in a folder or bucket and be read by
+DuckDB (`read_parquet('DIR/frames/**/*.parquet', hive_partitioning = true)`) or any Parquet
+engine — and by wire-query / wire-stats, which accept such a folder directly.
+
+Parquet layout: `DIR/frames/day=YYYY-MM-DD/<session_id>.parquet` and
+`DIR/sessions/day=YYYY-MM-DD/<session_id>.parquet`. One file per session makes re-exporting a
+session overwrite its own file instead of duplicating rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import Callable
+
+import orjson
+
+from recorder.errors import UserError
+from recorder.frames import COLUMNS, Frame
+from recorder.store import SESSION_COLUMNS
+from recorder.transcript import frame_line, session_header
+
+from .sources import Workspace, _sql_str
+
+
+class ExportError(UserError):
+    pass
+
+
+def _session_row(ws: Workspace, sid: str) -> dict:
+    cur = ws.con.execute(f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE session_id = ?",
+                         [sid])
+    row = cur.fetchone()
+    return dict(zip(SESSION_COLUMNS, row))
+
+
+def _frames(ws: Workspace, sid: str) -> list[Frame]:
+    rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
+                          "ORDER BY seq", [sid]).fetchall()
+    return [Frame(*r) for r in rows]
+
+
+def write_transcript(ws: Workspace, sid: str, out) -> int:
+    session = _session_row(ws, sid)
+    frames = _frames(ws, sid)
+    start = session.get("mono_start_ns")
+    if start is None:
+        start = frames[0].mono_ns if frames else 0
+    out.write(session_header(session) + b"\n")
+    for f in frames:
+        out.write(frame_line(f, start) + b"\n")
+    return len(frames)
+
+
+def jsonl_record(f: Frame, mono_start_ns: int) -> dict:
+    rec = {"session_id": f.session_id, "seq": f.seq,
+           "ts": f.ts.isoformat() if f.ts else None,
+           "t_ms": round((f.mono_ns - mono_start_ns) / 1e6, 3) if f.mono_ns is not None else None,
+           "direction": f.direction, "kind": f.kind, "method": f.method, "rpc_id": f.rpc_id,
+           "type": f.msg_type, "byte_len": f.byte_len}
+    if f.payload is not None:
+        rec["payload"] = orjson.loads(f.payload)
+    if f.parse_error:
+        rec["parse_error"] = f.parse_error
+    if f.kind in ("invalid", "stderr"):
+        try:
+            rec["text"] = bytes(f.raw).decode("utf-8")
+        except UnicodeDecodeError:
+            rec["b64"] = base64.b64encode(bytes(f.raw)).decode()
+    return rec
+
+
+def write_jsonl(ws: Workspace, sid: str, out) -> int:
+    session = _session_row(ws, sid)
+    frames = _frames(ws, sid)
+    start = session.get("mono_start_ns")
+    if start is None:
+        start = frames[0].mono_ns if frames else 0
+    for f in frames:
+        out.write(orjson.dumps(jsonl_record(f, start)) + b"\n")
+    return len(frames)
+
+
+def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
+                   progress: Callable[[str], None] | None = None) -> list[str]:
+    """Write each session's frames and session row under out_dir, partitioned by day."""
+    written = []
+    cols = ", ".join(COLUMNS)
+    scols = ", ".join(SESSION_COLUMNS)
+    for sid in session_ids:
+        day = ws.con.execute(
+            "SELECT strftime(coalesce(started_at, TIMESTAMP '1970-01-01'), '%Y-%m-%d') "
+            "FROM sessions WHERE session_id = ?", [sid]).fetchone()[0]
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)
+        fdir = os.path.join(out_dir, "frames", f"day={day}")
+        sdir = os.path.join(out_dir, "sessions", f"day={day}")
+        os.makedirs(fdir, exist_ok=True)
+        os.makedirs(sdir, exist_ok=True)
+        fpath = os.path.join(fdir, safe + ".parquet")
+        spath = os.path.join(sdir, safe + ".parquet")
+        q = _sql_str(sid)
+        try:
+            ws.con.execute(f"COPY (SELECT {cols} FROM frames WHERE session_id = {q} ORDER BY seq) "
+                           f"TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
+            ws.con.execute(f"COPY (SELECT {scols} FROM sessions WHERE session_id = {q}) "
+                           f"TO {_sql_str(spath)} (FORMAT parquet)")
+        except Exception as e:  # disk full, permissions: one line
+            raise ExportError(f"cannot write {fpath}: {str(e).splitlines()[0]}") from None
+        written.append(fpath)
+        if progress:
+            progress(sid)
+    return written

@@ -1,0 +1,198 @@
+"""Import into a DB: the project's text transcripts, and kimi's own session logs.
+
+kimi writes `~/.kimi/sessions/<md5(work dir)>/<session id>/wire.jsonl`: a metadata line, then
+`{"timestamp": <unix s>, "message": {"type", "payload"}}` per event (see
+shared/protocol/wire-1.10-as-implemented.md §7). Each record becomes an agent→client frame
+serialised the way kimi puts it on stdout, so every view works on it. What the log cannot say is
+missing: client frames (prompts, answers), approvals, JSON-RPC responses; text chunks are merged.
+The turn status is then inferred (see docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import glob
+import os
+from typing import Callable, Iterable
+
+import orjson
+
+from recorder.errors import UserError
+from recorder.frames import Frame, classify
+from recorder.transcript import TranscriptError, read_transcript, store_session
+from recorder.store import open_store
+
+KIMI_SOURCE = "kimi-wire-jsonl"
+REQUEST_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
+
+
+class ImportError_(UserError):
+    pass
+
+
+def _first_line(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.readline(1 << 20)
+    except OSError as e:
+        raise ImportError_(f"cannot read {path}: {e.strerror}") from None
+
+
+def detect(path: str) -> str:
+    """'transcript' or 'kimi'; anything else is a user error."""
+    head = _first_line(path).strip()
+    if not head:
+        raise ImportError_(f"{path} is empty")
+    try:
+        obj = orjson.loads(head)
+    except orjson.JSONDecodeError:
+        raise ImportError_(f"{path} line 1: not JSON",
+                           "expected a wire-recorder transcript or a kimi wire.jsonl") from None
+    if isinstance(obj, dict) and "wire_transcript" in obj:
+        return "transcript"
+    if isinstance(obj, dict) and (obj.get("type") == "metadata" or "message" in obj):
+        return "kimi"
+    raise ImportError_(f"{path} line 1: neither a wire-recorder transcript nor a kimi wire.jsonl",
+                       'a transcript starts with {"wire_transcript":1,...}, a kimi log with '
+                       '{"type": "metadata", ...}')
+
+
+def _kimi_session_id(path: str) -> str:
+    parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    if os.path.basename(path) == "wire.jsonl" and parent:
+        return parent
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def kimi_frame_bytes(record_type: str, payload) -> bytes:
+    """The frame kimi would have written on stdout for this log record (compact JSON, raw UTF-8,
+    model-field key order)."""
+    if record_type in REQUEST_TYPES:
+        rid = payload.get("id") if isinstance(payload, dict) else None
+        msg = {"jsonrpc": "2.0", "method": "request", "id": rid,
+               "params": {"type": record_type, "payload": payload}}
+    else:
+        msg = {"jsonrpc": "2.0", "method": "event", "params": {"type": record_type, "payload": payload}}
+    return orjson.dumps(msg)
+
+
+def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, list[Frame]]:
+    """A kimi `wire.jsonl` as a session and its frames. Raises ImportError_ on a bad line."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ImportError_(f"cannot read {path}: {e.strerror}") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    sid = session_id or _kimi_session_id(path)
+    protocol_version = None
+    frames: list[Frame] = []
+    first_ns = None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            cut = "" if lineno < len(lines) or data.endswith(b"\n") else " (the file ends mid-line: truncated?)"
+            raise ImportError_(f"{path} line {lineno}: not valid JSON{cut}: {e}",
+                               "fix or remove that line") from None
+        if not isinstance(rec, dict):
+            raise ImportError_(f"{path} line {lineno}: not a JSON object")
+        if rec.get("type") == "metadata":
+            protocol_version = rec.get("protocol_version")
+            continue
+        msg = rec.get("message")
+        ts = rec.get("timestamp")
+        if not isinstance(msg, dict) or not isinstance(msg.get("type"), str) or \
+                not isinstance(ts, (int, float)):
+            raise ImportError_(f"{path} line {lineno}: not a kimi wire record",
+                               'expected {"timestamp": ..., "message": {"type": ..., "payload": ...}}')
+        ns = int(round(ts * 1e9))
+        if first_ns is None:
+            first_ns = ns
+        raw = kimi_frame_bytes(msg["type"], msg.get("payload"))
+        ex = classify(raw, "a2c", "wire")
+        wall = _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).replace(tzinfo=None)
+        frames.append(Frame(sid, len(frames) + 1, wall, ns, "a2c", raw, True, len(raw), ex.kind,
+                            ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error, ex.known))
+    started = frames[0].ts if frames else _dt.datetime.fromtimestamp(
+        os.path.getmtime(path), _dt.timezone.utc).replace(tzinfo=None)
+    session = {
+        "session_id": sid,
+        "started_at": started,
+        "ended_at": frames[-1].ts if frames else started,
+        "protocol": "wire",
+        "protocol_version": protocol_version,
+        "source": KIMI_SOURCE,
+        "mono_start_ns": first_ns or 0,
+        "tags": {"imported_from": os.path.abspath(path)},
+        "db_note": "imported from kimi's own log: no client frames, approvals or responses; "
+                   "text chunks merged",
+    }
+    return session, frames
+
+
+def read_any_jsonl(path: str) -> tuple[dict, list[Frame]]:
+    kind = detect(path)
+    if kind == "transcript":
+        session, frames = read_transcript(path)
+        session.setdefault("source", "transcript")
+        return session, frames
+    return read_kimi_wire_log(path)
+
+
+def expand_import_inputs(specs: list[str]) -> list[str]:
+    """Files, globs and folders (a kimi session folder, a kimi sessions tree, a folder of
+    transcripts) to a list of .jsonl files. Subagent logs are skipped: their events are already
+    in the parent's log as SubagentEvent records."""
+    out: list[str] = []
+    for spec in specs:
+        spec = os.path.expanduser(spec)
+        if set("*?[") & set(spec):
+            hits = sorted(glob.glob(spec, recursive=True))
+            if not hits:
+                raise ImportError_(f"no files match {spec}")
+            out.extend(h for h in hits if os.path.isfile(h))
+        elif os.path.isdir(spec):
+            own = os.path.join(spec, "wire.jsonl")
+            if os.path.isfile(own):
+                out.append(own)
+                continue
+            hits = [h for h in sorted(glob.glob(os.path.join(spec, "**", "*.jsonl"), recursive=True))
+                    if os.sep + "subagents" + os.sep not in h
+                    and os.path.basename(h) not in ("context.jsonl",)]
+            if not hits:
+                raise ImportError_(f"{spec} holds no .jsonl files to import")
+            out.extend(hits)
+        elif not os.path.exists(spec):
+            raise ImportError_(f"{spec}: no such file")
+        else:
+            out.append(spec)
+    return out
+
+
+def import_files(paths: list[str], db: str, replace: bool = False,
+                 progress: Callable[[str, int], None] | None = None) -> list[dict]:
+    """Import each file into db (one session per file). Stops at the first bad file with a
+    UserError naming it; sessions imported before it stay."""
+    results = []
+    with open_store(db) as store:
+        for path in paths:
+            session, frames = read_any_jsonl(path)
+            source = session.get("source") or "transcript"
+            sid = store_session(store, session, frames, source, replace=replace)
+            results.append({"path": path, "session_id": sid, "frames": len(frames), "source": source})
+            if progress:
+                progress(path, os.path.getsize(path))
+    return results
+
+
+def import_bytes_total(paths: Iterable[str]) -> int:
+    return sum(os.path.getsize(p) for p in paths)
+
+
+__all__ = ["read_kimi_wire_log", "read_any_jsonl", "import_files", "expand_import_inputs",
+           "detect", "TranscriptError", "KIMI_SOURCE"]

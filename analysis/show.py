@@ -1,0 +1,424 @@
+"""`wire-show`: a session as a timeline in the terminal.
+
+The timeline is built by a small state machine fed one frame at a time, so the same code prints a
+finished recording and follows a live one. A session being recorded is locked by its loader
+process, so `--follow` reads the spool the proxy appends to (`<db>.<session>.spool`), re-using
+the loader's own frame splitting (`recorder.loader.Ingest`), and polls it every 0.2 s until the
+proxy writes its end marker or the spool is removed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import orjson
+from rich.markup import escape
+
+from recorder.errors import UserError
+from recorder.frames import Frame
+
+POLL_S = 0.2
+
+
+def short(text, width: int) -> str:
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        text = orjson.dumps(text).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "?"
+    if ms < 1:
+        return f"{ms:.2f} ms"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.2f} s"
+    return f"{int(ms // 60_000)} min {ms % 60_000 / 1000:.0f} s"
+
+
+def _tokens(u: dict | None) -> int:
+    if not u:
+        return 0
+    return sum(int(u.get(k) or 0) for k in ("input_other", "output", "input_cache_read",
+                                            "input_cache_creation"))
+
+
+@dataclass
+class Totals:
+    turns: int = 0
+    steps: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    approvals: int = 0
+    approval_wait_ms: float = 0.0
+    input_other: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+    errors: int = 0
+
+    def add_usage(self, u: dict) -> None:
+        self.input_other += int(u.get("input_other") or 0)
+        self.output += int(u.get("output") or 0)
+        self.cache_read += int(u.get("input_cache_read") or 0)
+        self.cache_creation += int(u.get("input_cache_creation") or 0)
+
+    @property
+    def total(self) -> int:
+        return self.input_other + self.output + self.cache_read + self.cache_creation
+
+
+@dataclass
+class Timeline:
+    """Turns frames into timeline lines (rich markup). feed() returns the lines a frame adds."""
+
+    width: int = 100
+    show_text: bool = True
+    start_ns: int | None = None
+    totals: Totals = field(default_factory=Totals)
+    _text: list[str] = field(default_factory=list)
+    _text_kind: str | None = None
+    _client_reqs: dict = field(default_factory=dict)  # rpc id -> (method, mono)
+    _agent_reqs: dict = field(default_factory=dict)  # rpc id -> (type, mono, payload)
+    _calls: dict = field(default_factory=dict)  # (scope, id) -> (name, mono)
+    _turn: dict = field(default_factory=dict)
+    _step_tokens: int = 0
+
+    def _t(self, f: Frame) -> str:
+        if self.start_ns is None:
+            self.start_ns = f.mono_ns
+        return f"[dim]{(f.mono_ns - self.start_ns) / 1e9:9.3f}s[/]"
+
+    def _flush_text(self) -> list[str]:
+        if not self._text:
+            return []
+        text = "".join(self._text)
+        kind = self._text_kind
+        self._text, self._text_kind = [], None
+        if not self.show_text:
+            return []
+        label = "[magenta]thinking[/]" if kind == "think" else "[white]text[/]"
+        return [f"{' ' * 11}      {label} {escape(short(text, self.width))}"]
+
+    def flush(self) -> list[str]:
+        return self._flush_text()
+
+    def feed(self, f: Frame) -> list[str]:
+        out: list[str] = []
+        msg = None
+        if f.payload is not None:
+            try:
+                msg = orjson.loads(f.payload)
+            except orjson.JSONDecodeError:
+                msg = None
+        t = self._t(f)
+        if f.msg_type == "ContentPart" and isinstance(msg, dict):
+            kind = msg.get("type")
+            piece = msg.get("text") if kind == "text" else msg.get("think") if kind == "think" else None
+            if piece is not None:
+                if self._text_kind not in (None, kind):
+                    out += self._flush_text()
+                self._text_kind = kind
+                self._text.append(piece)
+                return out
+        if f.msg_type == "ToolCallPart":
+            return out
+        out += self._flush_text()
+        p = msg if isinstance(msg, dict) else {}
+        if f.direction == "proxy":
+            if f.method in ("spawn", "exit", "client_eof", "signal", "proxy_error",
+                            "recording_gap", "client_hangup", "spawn_failed"):
+                extra, bad = "", False
+                if f.method == "exit":
+                    code = p.get("exit_status")
+                    extra = f" status {code}" + (f" ({p.get('signal')})" if p.get("signal") else "")
+                    bad = bool(code)
+                elif f.method not in ("spawn", "client_eof", "signal"):
+                    bad = True
+                    extra = " " + escape(short(p, self.width))
+                if bad:
+                    self.totals.errors += 1
+                out.append(f"{t} [{'red' if bad else 'dim'}]proxy {f.method}{extra}[/]")
+            return out
+        if f.direction == "stderr":
+            text = bytes(f.raw).decode("utf-8", "replace").strip()
+            if text:
+                out.append(f"{t} [yellow]stderr[/] {escape(short(text, self.width))}")
+            return out
+        if f.kind == "invalid":
+            self.totals.errors += 1
+            out.append(f"{t} [red]invalid {f.direction} frame: {escape(f.parse_error or '')}[/]")
+            return out
+        if f.direction == "c2a":
+            return out + self._client(f, t, p)
+        return out + self._agent(f, t, p)
+
+    # -- client -> agent -------------------------------------------------------------------------
+    def _client(self, f: Frame, t: str, p: dict) -> list[str]:
+        if f.kind == "request":
+            self._client_reqs[f.rpc_id] = (f.method, f.mono_ns)
+            if f.method == "prompt":
+                return [f"{t} [bold cyan]> prompt[/] {escape(short(p.get('user_input'), self.width))}"]
+            if f.method in ("cancel", "steer", "set_plan_mode", "replay"):
+                return [f"{t} [bold cyan]> {f.method}[/] {escape(short(p, self.width // 2))}"]
+            if f.method == "initialize":
+                return [f"{t} [dim]> initialize (protocol {escape(str(p.get('protocol_version')))})[/]"]
+            return [f"{t} > {escape(str(f.method))}"]
+        if f.kind in ("response", "error"):
+            req = self._agent_reqs.pop(f.rpc_id, None)
+            if req is None:
+                return [f"{t} [dim]> answer to unknown request {escape(str(f.rpc_id))}[/]"]
+            rtype, mono, rp = req
+            wait = (f.mono_ns - mono) / 1e6
+            if f.kind == "error":
+                return [f"{t}      [red]< client answered {rtype} with an error after {fmt_ms(wait)}: "
+                        f"{escape(short(p.get('message'), 60))}[/]"]
+            if rtype == "ApprovalRequest":
+                self.totals.approval_wait_ms += wait
+                resp = p.get("response")
+                color = "green" if str(resp).startswith("approve") else "red"
+                fb = f" — {escape(short(p.get('feedback'), 50))}" if p.get("feedback") else ""
+                return [f"{t}      [{color}]approval: {resp}[/] after [bold]{fmt_ms(wait)}[/]{fb}"]
+            if rtype == "ToolCallRequest":
+                rv = p.get("return_value") or {}
+                return [f"{t}      external tool answered after [bold]{fmt_ms(wait)}[/]"
+                        + (" [red](error)[/]" if rv.get("is_error") else "")]
+            if rtype == "QuestionRequest":
+                return [f"{t}      question answered after [bold]{fmt_ms(wait)}[/]: "
+                        f"{escape(short(p.get('answers'), 60))}"]
+            if rtype == "HookRequest":
+                return [f"{t}      hook {p.get('action', 'allow')} after {fmt_ms(wait)}"]
+            return [f"{t}      {rtype} answered after {fmt_ms(wait)}"]
+        return []
+
+    # -- agent -> client -------------------------------------------------------------------------
+    def _agent(self, f: Frame, t: str, p: dict) -> list[str]:
+        mt = f.msg_type
+        if f.kind in ("response", "error"):
+            req = self._client_reqs.pop(f.rpc_id, None)
+            method = req[0] if req else "?"
+            took = f" after {fmt_ms((f.mono_ns - req[1]) / 1e6)}" if req else ""
+            if f.kind == "error":
+                self.totals.errors += 1
+                return [f"{t} [red]< {method} error {p.get('code')}: "
+                        f"{escape(short(p.get('message'), self.width))}[/]{took}"]
+            if method == "prompt":
+                status = p.get("status")
+                color = "green" if status == "finished" else "yellow"
+                return [f"{t} [{color}]< prompt {status}[/]{took}"]
+            if method == "initialize":
+                srv = p.get("server") or {}
+                return [f"{t} [dim]< initialize: {escape(str(srv.get('name')))} "
+                        f"{escape(str(srv.get('version')))}, protocol {p.get('protocol_version')}{took}[/]"]
+            return [f"{t} [dim]< {method} {escape(short(p, 60))}{took}[/]"]
+        if f.method == "request":
+            self._agent_reqs[f.rpc_id] = (mt, f.mono_ns, p)
+            if mt == "ApprovalRequest":
+                self.totals.approvals += 1
+                who = f" (subagent {p.get('agent_id')})" if p.get("agent_id") else ""
+                return [f"{t}      [yellow]approval requested[/]{who}: "
+                        f"{escape(short(p.get('description'), self.width))}"]
+            if mt == "ToolCallRequest":
+                return [f"{t}      [yellow]external tool request[/] {escape(str(p.get('name')))}"]
+            if mt == "QuestionRequest":
+                qs = p.get("questions") or [{}]
+                return [f"{t}      [yellow]question[/]: {escape(short(qs[0].get('question'), self.width))}"]
+            if mt == "HookRequest":
+                return [f"{t}      [dim]hook request {p.get('event')} {p.get('target')}[/]"]
+            return [f"{t}      request {escape(str(mt))}"]
+        return self._event(f, t, mt, p)
+
+    def _event(self, f: Frame, t: str, mt: str | None, p: dict, indent: str = "",
+               scope: str = "") -> list[str]:
+        if mt == "TurnBegin" and not scope:
+            self.totals.turns += 1
+            self._turn = {"n": self.totals.turns, "mono": f.mono_ns, "tokens": 0, "steps": 0}
+            return [f"{t} [bold]── turn {self.totals.turns}[/] {escape(short(p.get('user_input'), self.width))}"]
+        if mt == "TurnEnd" and not scope:
+            turn = self._turn
+            dur = (f.mono_ns - turn["mono"]) / 1e6 if turn else None
+            return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/] after {fmt_ms(dur)}: "
+                    f"{turn.get('steps', 0)} steps, {turn.get('tokens', 0):,} tokens"]
+        if mt == "StepBegin":
+            if scope:
+                return [f"{t}   {indent}[dim]step {p.get('n')}[/]"]
+            self.totals.steps += 1
+            if self._turn:
+                self._turn["steps"] = self._turn.get("steps", 0) + 1
+            return [f"{t}   [bold blue]step {p.get('n')}[/]"]
+        if mt == "StepInterrupted":
+            return [f"{t}   {indent}[red]step interrupted[/]"]
+        if mt == "StepRetry":
+            return [f"{t}   {indent}[yellow]retry {p.get('next_attempt')}/{p.get('max_attempts')} "
+                    f"after {p.get('error_type')} {p.get('status_code') or ''} "
+                    f"(waits {p.get('wait_s', 0):.2f} s)[/]"]
+        if mt == "ToolCall":
+            fn = p.get("function") or {}
+            self._calls[(scope, p.get("id"))] = (fn.get("name"), f.mono_ns)
+            if not scope:
+                self.totals.tool_calls += 1
+            return [f"{t}      {indent}[cyan]tool {escape(str(fn.get('name')))}[/] "
+                    f"[dim]{escape(str(p.get('id')))}[/] {escape(short(fn.get('arguments'), self.width // 2))}"]
+        if mt == "ToolResult":
+            call = self._calls.pop((scope, p.get("tool_call_id")), None)
+            rv = p.get("return_value") or {}
+            name = call[0] if call else "?"
+            dur = fmt_ms((f.mono_ns - call[1]) / 1e6) if call else "?"
+            if rv.get("is_error"):
+                if not scope:
+                    self.totals.tool_errors += 1
+                return [f"{t}      {indent}[red]✗ {escape(str(name))} failed after {dur}: "
+                        f"{escape(short(rv.get('message') or rv.get('output'), self.width // 2))}[/]"]
+            return [f"{t}      {indent}[green]✓ {escape(str(name))}[/] {dur}: "
+                    f"{escape(short(rv.get('output'), self.width // 2))}"]
+        if mt == "StatusUpdate":
+            u = p.get("token_usage")
+            if not u:
+                return [] if p.get("plan_mode") is None else [f"{t}   [dim]plan mode {p.get('plan_mode')}[/]"]
+            n = _tokens(u)
+            self.totals.add_usage(u)
+            if self._turn:
+                self._turn["tokens"] = self._turn.get("tokens", 0) + n
+            ctx = p.get("context_usage")
+            return [f"{t}      {indent}[dim]tokens {n:,}: input {u.get('input_other', 0):,}, cache read "
+                    f"{u.get('input_cache_read', 0):,}, cache write {u.get('input_cache_creation', 0):,}, "
+                    f"output {u.get('output', 0):,}" + (f"; context {ctx:.1%}" if ctx is not None else "") + "[/]"]
+        if mt == "ApprovalResponse":
+            req = self._agent_reqs.get(p.get("request_id"))
+            if req is None:  # answered by the client: already shown with its wait
+                return []
+            self._agent_reqs.pop(p.get("request_id"), None)
+            return [f"{t}      [yellow]approval {p.get('response')} by the agent itself after "
+                    f"{fmt_ms((f.mono_ns - req[1]) / 1e6)}[/]"]
+        if mt == "SubagentEvent":
+            ev = p.get("event") or {}
+            sub_scope = str(p.get("agent_id"))
+            et, ep = ev.get("type"), ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+            if et == "ContentPart":
+                return []
+            if et in ("TurnBegin", "TurnEnd"):
+                what = "starts" if et == "TurnBegin" else "ends"
+                return [f"{t}      [magenta]subagent {sub_scope} ({p.get('subagent_type')}) {what}[/]"]
+            return self._event(f, t, et, ep, indent="  │ ", scope=sub_scope)
+        if mt in ("SteerInput",):
+            return [f"{t}   [cyan]steer[/] {escape(short(p.get('user_input'), self.width))}"]
+        if mt in ("CompactionBegin", "CompactionEnd", "MCPLoadingBegin", "MCPLoadingEnd"):
+            return [f"{t}   [dim]{mt}[/]"]
+        if mt == "HookResolved":
+            return [f"{t}   {indent}[dim]hook {p.get('event')} {p.get('target')}: {p.get('action')}[/]"]
+        if mt == "Notification":
+            return [f"{t}   [dim]notification {escape(short(p.get('title'), 60))}[/]"]
+        if mt in ("HookTriggered", "ToolCallPart"):
+            return []
+        return [f"{t}   [dim]{escape(str(mt))}[/]"]
+
+    def summary(self) -> list[str]:
+        s = self.totals
+        inp = s.input_other + s.cache_read + s.cache_creation
+        ratio = f"{s.cache_read / inp:.1%}" if inp else "n/a"
+        return [f"[bold]total[/]: {s.turns} turns, {s.steps} steps, {s.tool_calls} tool calls "
+                f"({s.tool_errors} failed), {s.approvals} approvals (human wait {fmt_ms(s.approval_wait_ms)}), "
+                f"{s.errors} errors",
+                f"[bold]tokens[/]: {s.total:,} = input {s.input_other:,} + cache read {s.cache_read:,} "
+                f"+ cache write {s.cache_creation:,} + output {s.output:,}; cache hit ratio {ratio}"]
+
+
+def header(session: dict) -> str:
+    cmd = session.get("command")
+    if isinstance(cmd, str):
+        try:
+            cmd = " ".join(orjson.loads(cmd))
+        except (orjson.JSONDecodeError, TypeError):
+            pass
+    return (f"[bold]session {escape(str(session.get('session_id')))}[/] "
+            f"started {session.get('started_at')} ({session.get('source') or '?'}, "
+            f"protocol {session.get('protocol') or '?'} {session.get('protocol_version') or ''})"
+            + (f"\n[dim]{escape(short(cmd, 120))}[/]" if cmd else ""))
+
+
+def show_frames(session: dict, frames: Iterable[Frame], emit: Callable[[str], None],
+                width: int = 100, show_text: bool = True) -> Timeline:
+    tl = Timeline(width=width, show_text=show_text, start_ns=session.get("mono_start_ns"))
+    emit(header(session))
+    for f in frames:
+        for line in tl.feed(f):
+            emit(line)
+    for line in tl.flush() + tl.summary():
+        emit(line)
+    return tl
+
+
+# -- following a live recording -----------------------------------------------------------------
+def find_spools(db: str, session: str | None) -> list[str]:
+    spools = sorted(glob.glob(glob.escape(db) + ".*.spool"), key=os.path.getmtime)
+    if session:
+        spools = [s for s in spools if s[len(db) + 1:-len(".spool")].startswith(session)]
+    return spools
+
+
+def follow(db: str, session: str | None, emit: Callable[[str], None], width: int = 100,
+           show_text: bool = True, wait_s: float = 0.0, stop: Callable[[], bool] | None = None) -> str:
+    """Tail a session being recorded. Returns how it ended: 'ended', 'spool removed', or
+    'not live' (no spool: the caller shows the finished DB instead)."""
+    from recorder.loader import Ingest
+    from recorder.spool import SpoolError, SpoolReader
+
+    deadline = time.monotonic() + wait_s
+    spools = find_spools(db, session)
+    while not spools and time.monotonic() < deadline:  # the recording may not have begun yet
+        time.sleep(POLL_S)
+        spools = find_spools(db, session)
+    if not spools:
+        return "not live"
+    path = spools[-1]
+    try:
+        reader = SpoolReader(path)
+    except (OSError, SpoolError) as e:
+        raise UserError(f"cannot follow {path}: {e}") from None
+    meta = reader.meta
+    ing = Ingest(None, meta)  # used only to split and classify; it never touches a store here
+    tl = Timeline(width=width, show_text=show_text, start_ns=meta.get("mono_start_ns"))
+    emit(header({"session_id": meta.get("session_id"), "started_at": "(live)",
+                 "command": orjson.dumps(meta.get("command") or []).decode(),
+                 "source": "live spool", "protocol": meta.get("protocol")}))
+    how = "ended"
+    idle = 0
+    try:
+        while True:
+            records = reader.read_available()
+            if records:
+                idle = 0
+                ing.feed(records)
+                # take the parsed rows straight from the loader's buffer; nothing is written
+                new, ing.rows = ing.rows, []
+                for r in new:
+                    for line in tl.feed(Frame(*r)):
+                        emit(line)
+                if ing.ended:
+                    break
+                continue
+            idle += 1
+            if idle == 3:  # a pause in streamed text: show what came so far
+                for line in tl.flush():
+                    emit(line)
+            if not os.path.exists(path):
+                how = "spool removed"
+                break
+            if stop and stop():
+                how = "stopped"
+                break
+            time.sleep(POLL_S)
+    finally:
+        reader.close()
+    for line in tl.flush() + tl.summary():
+        emit(line)
+    return how

@@ -1,0 +1,214 @@
+"""Many recordings as one set of views.
+
+Every recording is ATTACHed read-only to an in-memory DuckDB connection; TEMP views `frames` and
+`sessions` are the UNION ALL of them and the analysis views are installed on top, so a query
+sees sessions from a hundred files as if they were one. The files are never written, so a file
+written by an older wire-recorder gets the current views without being migrated.
+
+Accepted inputs: `.db` files, globs of them, folders (every `*.db` below, or a Parquet export
+made by `wire-export --format parquet`), `.jsonl` transcripts and kimi `wire.jsonl` logs (read
+into memory).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+
+import duckdb
+
+from recorder.errors import NotARecording, SchemaTooNew, UserError
+from recorder.frames import COLUMNS
+from recorder.store import FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, is_duckdb_file
+
+from .views import install_views
+
+GLOB_CHARS = set("*?[")
+
+
+class NoRecordings(UserError):
+    pass
+
+
+class DBInUse(UserError):
+    pass
+
+
+@dataclass
+class Workspace:
+    """An in-memory connection whose `frames`, `sessions` and analysis views span all inputs."""
+
+    con: duckdb.DuckDBPyConnection
+    inputs: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def session_ids(self) -> list[str]:
+        return [r[0] for r in self.con.execute(
+            "SELECT session_id FROM sessions ORDER BY started_at, session_id").fetchall()]
+
+    def resolve_session(self, session_id: str | None) -> str:
+        """The given id (or a unique prefix), or the only session there is."""
+        rows = self.con.execute(
+            "SELECT session_id FROM sessions ORDER BY started_at, session_id").fetchall()
+        ids = [r[0] for r in rows]
+        where = ", ".join(self.inputs) if len(self.inputs) < 4 else f"{len(self.inputs)} files"
+        if not ids:
+            raise NoRecordings(f"{where}: no sessions recorded")
+        if session_id is None:
+            if len(ids) == 1:
+                return ids[0]
+            raise UserError(f"{where} holds {len(ids)} sessions",
+                            "pick one with --session ID: " + ", ".join(ids[:5]))
+        hits = [s for s in ids if s == session_id] or [s for s in ids if s.startswith(session_id)]
+        if len(hits) != 1:
+            what = "no session" if not hits else f"{len(hits)} sessions"
+            raise UserError(f"{where} has {what} matching {session_id!r}",
+                            "sessions there: " + ", ".join(ids[:5]))
+        return hits[0]
+
+
+def expand_inputs(specs: list[str]) -> list[str]:
+    """Globs and folders to a list of files (or Parquet export folders). Each spec must match."""
+    out: list[str] = []
+    for spec in specs:
+        spec = os.path.expanduser(spec)
+        if GLOB_CHARS & set(spec):
+            hits = sorted(glob.glob(spec, recursive=True))
+            if not hits:
+                raise NoRecordings(f"no files match {spec}")
+            out.extend(hits)
+        elif os.path.isdir(spec):
+            if is_parquet_export(spec):
+                out.append(spec)
+                continue
+            hits = sorted(glob.glob(os.path.join(spec, "**", "*.db"), recursive=True))
+            if not hits:
+                raise NoRecordings(f"{spec} is a folder without recordings (*.db)")
+            out.extend(hits)
+        elif not os.path.exists(spec):
+            raise NotARecording(f"{spec}: no such file")
+        else:
+            out.append(spec)
+    seen: set[str] = set()
+    unique = []
+    for p in out:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def is_parquet_export(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, "frames")) and bool(
+        glob.glob(os.path.join(path, "frames", "**", "*.parquet"), recursive=True))
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> None:
+    """ATTACH one recording read-only, with the checks that make bad input one clear line."""
+    if not os.access(path, os.R_OK):
+        raise NotARecording(f"{path} is not readable", "check its permissions")
+    if os.path.getsize(path) == 0 or not is_duckdb_file(path):
+        raise NotARecording(f"{path} is not a DuckDB file",
+                            "give a .db written by wire-proxy, or import a .jsonl with wire-import")
+    try:
+        con.execute(f"ATTACH {_sql_str(path)} AS {alias} (READ_ONLY)")
+    except duckdb.Error as e:
+        msg = str(e)
+        if "lock" in msg.lower():
+            raise DBInUse(f"{path} is in use by another process (still recording?)",
+                          "wait for the session to end, or follow it live with "
+                          "wire-show --follow") from None
+        first = msg.splitlines()[0] if msg else type(e).__name__
+        raise NotARecording(f"cannot open {path}: {first}") from None
+    try:
+        row = con.execute(
+            f"SELECT value FROM {alias}.meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.CatalogException:
+        row = None
+    if row is None:
+        raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
+    if int(row[0]) > SCHEMA_VERSION:
+        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {row[0]}; this "
+                           f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
+
+
+def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(FRAMES_DDL.replace("frames", "mem_frames", 1).replace("IF NOT EXISTS ", ""))
+    con.execute(SESSIONS_DDL.replace("sessions", "mem_sessions", 1).replace("IF NOT EXISTS ", ""))
+    con.execute("ALTER TABLE mem_sessions ADD COLUMN source_file VARCHAR")
+
+
+def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    from .importers import read_any_jsonl
+
+    session, frames = read_any_jsonl(path)
+    values = {k: session.get(k) for k in SESSION_COLUMNS}
+    import orjson
+    for k in ("command", "tags"):
+        if values.get(k) is not None and not isinstance(values[k], str):
+            values[k] = orjson.dumps(values[k]).decode()
+    con.execute(f"INSERT INTO mem_sessions VALUES ({', '.join('?' * (len(SESSION_COLUMNS) + 1))})",
+                [values[k] for k in SESSION_COLUMNS] + [path])
+    if frames:
+        ap = con.appender("mem_frames", columns=list(COLUMNS))
+        ap.append_rows([f.row() for f in frames])
+        ap.flush()
+
+
+def open_workspace(specs: list[str], memory_limit: str = "2GB",
+                   materialize: bool = True) -> Workspace:
+    """Attach every input and install the views. Raises UserError subclasses for bad input.
+    materialize: compute the shared `wr_events` once (worth it whenever a derived view is read)."""
+    if not specs:
+        raise NoRecordings("no recordings given", "pass one or more .db files or a glob")
+    paths = expand_inputs(specs)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"SET memory_limit = {_sql_str(memory_limit)}")
+        frame_parts: list[str] = []
+        session_parts: list[str] = []
+        cols = ", ".join(COLUMNS)
+        scols = ", ".join(SESSION_COLUMNS)
+        have_memory = False
+        for i, path in enumerate(paths):
+            if os.path.isdir(path):
+                fglob = _sql_str(os.path.join(path, "frames", "**", "*.parquet"))
+                sglob = _sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
+                frame_parts.append(f"SELECT {cols} FROM read_parquet({fglob}, hive_partitioning = false, union_by_name = true)")
+                session_parts.append(
+                    f"SELECT {scols}, {_sql_str(path)} AS source_file FROM read_parquet({sglob}, hive_partitioning = false, union_by_name = true)")
+                continue
+            if path.endswith(".jsonl"):
+                if not have_memory:
+                    _memory_tables(con)
+                    have_memory = True
+                load_jsonl_into(con, path)
+                continue
+            alias = f"rec{i}"
+            attach_db(con, path, alias)
+            frame_parts.append(f"SELECT {cols} FROM {alias}.frames")
+            session_parts.append(f"SELECT {scols}, {_sql_str(path)} AS source_file FROM {alias}.sessions")
+        if have_memory:
+            frame_parts.append(f"SELECT {cols} FROM mem_frames")
+            session_parts.append(f"SELECT {scols}, source_file FROM mem_sessions")
+        con.execute("CREATE TEMP VIEW frames AS " + "\nUNION ALL ".join(frame_parts))
+        con.execute("CREATE TEMP VIEW sessions AS " + "\nUNION ALL ".join(session_parts))
+        install_views(con, temp=True, materialize=materialize)
+    except BaseException:
+        con.close()
+        raise
+    return Workspace(con, paths)

@@ -1,0 +1,153 @@
+"""`wire-stats`: the summary people ask for first, over one session or many.
+
+Every number comes from the analysis views, so `wire-query` can reproduce any of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import sys
+from typing import Any
+
+from .sources import Workspace
+
+TOP_TURNS = 15
+TOP_TOOLS = 15
+TOP_ERRORS = 10
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[tuple]
+    note: str | None = None
+
+
+@dataclass
+class Summary:
+    overview: dict[str, Any]
+    tables: list[Table] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        from .output import plain
+
+        return {"overview": plain(self.overview),
+                **{t.title: [dict(zip(t.columns, map(plain, r))) for r in t.rows]
+                   for t in self.tables}}
+
+
+def _where(session_ids: list[str] | None) -> tuple[str, list]:
+    if not session_ids:
+        return "", []
+    return f" WHERE session_id IN ({', '.join('?' * len(session_ids))})", list(session_ids)
+
+
+def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
+    con = ws.con
+    w, p = _where(session_ids)
+    # The views are expensive to recompute for each question; one pass each into temp tables
+    # (a few hundred thousand rows at most, streamed text excluded) keeps the whole summary fast.
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{w}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls{w}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{w}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT * FROM errors{w}", p)
+
+    sess = con.execute(
+        f"SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)), "
+        f"sum(frame_count) FROM sessions{w}", p).fetchone()
+    tok = con.execute("""
+        SELECT count(*), sum(steps), sum(input_other), sum(input_cache_read),
+            sum(input_cache_creation), sum(output), sum(total_tokens), sum(subagent_tokens),
+            count(*) FILTER (WHERE status <> 'finished')
+        FROM st_turns""").fetchone()
+    n_turns, steps, i_other, i_read, i_create, out, total, sub, unfinished = tok
+    inp = (i_other or 0) + (i_read or 0) + (i_create or 0)
+    overview = {
+        "sessions": sess[0], "first_started": sess[1], "last_ended": sess[2],
+        "frames": sess[3] or 0, "turns": n_turns, "steps": steps or 0,
+        "input_tokens": inp, "input_other": i_other or 0, "input_cache_read": i_read or 0,
+        "input_cache_creation": i_create or 0, "output_tokens": out or 0,
+        "total_tokens": total or 0, "subagent_tokens": sub or 0,
+        "cache_hit_ratio": round((i_read or 0) / inp, 4) if inp else None,
+        "turns_not_finished": unfinished or 0,
+    }
+    s = Summary(overview)
+
+    many = (sess[0] or 0) > 1
+    key = "session_id, turn" if many else "turn"
+    turn_rows = con.execute(f"""
+        SELECT {key}, status, steps, input_other + input_cache_read + input_cache_creation,
+            input_cache_read, output, total_tokens,
+            round(input_cache_read / nullif(input_other + input_cache_read + input_cache_creation, 0), 3),
+            left(regexp_replace(coalesce(user_input, ''), '\\s+', ' ', 'g'), 30)
+        FROM st_turns ORDER BY total_tokens DESC, {key} LIMIT {TOP_TURNS}""").fetchall()
+    cols = (["session", "turn"] if many else ["turn"]) + [
+        "status", "steps", "input", "cache_read", "output", "total", "cache_hit", "user_input"]
+    if not many:
+        turn_rows.sort(key=lambda r: r[0])
+    note = None
+    if n_turns > TOP_TURNS:
+        note = f"the {TOP_TURNS} of {n_turns} turns with most tokens"
+    turn_rows.append(tuple(["total"] + ([""] if many else []) + [
+        "", steps or 0, inp, i_read or 0, out or 0, total or 0, overview["cache_hit_ratio"], ""]))
+    s.tables.append(Table("tokens per turn", cols, turn_rows, note))
+
+    tools = con.execute(f"""
+        SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
+            count(*) FILTER (WHERE duration_ms IS NULL) AS unfinished,
+            round(quantile_cont(duration_ms, 0.5), 1) AS p50_ms,
+            round(quantile_cont(duration_ms, 0.95), 1) AS p95_ms,
+            round(max(duration_ms), 1) AS max_ms,
+            count(*) FILTER (WHERE agent_id IS NOT NULL) AS in_subagents
+        FROM st_tools GROUP BY tool_name
+        ORDER BY p95_ms DESC NULLS LAST, calls DESC LIMIT {TOP_TOOLS}""").fetchall()
+    s.tables.append(Table("slowest tools", ["tool", "calls", "errors", "unfinished", "p50_ms",
+                                            "p95_ms", "max_ms", "in_subagents"], tools))
+
+    reqs = con.execute("""
+        SELECT type, outcome, resolved_by, count(*) AS n,
+            round(quantile_cont(wait_ms, 0.5), 1), round(quantile_cont(wait_ms, 0.95), 1),
+            round(max(wait_ms), 1)
+        FROM st_requests GROUP BY ALL ORDER BY type, n DESC""").fetchall()
+    s.tables.append(Table("approvals and other requests (wait = request to client answer)",
+                          ["type", "outcome", "by", "count", "p50_wait_ms", "p95_wait_ms",
+                           "max_wait_ms"], reqs))
+
+    errs = con.execute(f"""
+        SELECT source, code,
+            CASE WHEN source = 'stderr' THEN '(agent stderr lines: see the errors view)'
+                 ELSE left(regexp_replace(coalesce(message, ''), '\\s+', ' ', 'g'), 60) END AS msg,
+            count(*) AS n
+        FROM st_errors GROUP BY ALL ORDER BY n DESC, source LIMIT {TOP_ERRORS}""").fetchall()
+    counts = con.execute("SELECT source, count(*) FROM st_errors GROUP BY 1 ORDER BY 2 DESC").fetchall()
+    overview["errors"] = {k: v for k, v in counts}
+    s.tables.append(Table("errors", ["source", "code", "message", "count"], errs))
+    return s
+
+
+def render_summary(s: Summary, out=None) -> None:
+    from rich.console import Console
+
+    from .output import render
+
+    console = Console(file=out or sys.stdout, soft_wrap=False)
+    if not console.is_terminal:
+        console.width = 160
+    o = s.overview
+    ratio = f"{o['cache_hit_ratio']:.1%}" if o["cache_hit_ratio"] is not None else "n/a"
+    errors = ", ".join(f"{k} {v}" for k, v in o.get("errors", {}).items()) or "none"
+    console.print(
+        f"[bold]{o['sessions']} session(s)[/], {o['turns']} turns, {o['steps']} steps, "
+        f"{o['frames']} frames\n"
+        f"tokens: [bold]{o['total_tokens']:,}[/] total = input {o['input_tokens']:,} "
+        f"(cache read {o['input_cache_read']:,}, cache write {o['input_cache_creation']:,}) + "
+        f"output {o['output_tokens']:,}; cache hit ratio [bold]{ratio}[/]"
+        + (f"; subagents {o['subagent_tokens']:,}" if o["subagent_tokens"] else "")
+        + f"\nerrors: {errors}")
+    for t in s.tables:
+        if not t.rows:
+            console.print(f"[dim]{t.title}: none[/]")
+            continue
+        render(t.columns, t.rows, "table", out=console.file,
+               title=t.title + (f" ({t.note})" if t.note else ""))
