@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 
+from recorder.cli_edge import run_app
 from recorder.errors import UserError
 
 
@@ -105,11 +106,11 @@ def stats_cmd(
 
 
 def query_main() -> None:
-    query_app(prog_name="wire-query")
+    run_app(query_app, "wire-query")
 
 
 def stats_main() -> None:
-    stats_app(prog_name="wire-stats")
+    run_app(stats_app, "wire-stats")
 
 
 # -- wire-show ---------------------------------------------------------------------------------
@@ -251,12 +252,12 @@ def export_cmd(
 
 
 def show_main() -> None:
-    show_app(prog_name="wire-show")
+    run_app(show_app, "wire-show")
 
 
 def import_main() -> None:
-    import_app(prog_name="wire-import")
+    run_app(import_app, "wire-import")
 
 
 def export_main() -> None:
-    export_app(prog_name="wire-export")
+    run_app(export_app, "wire-export")

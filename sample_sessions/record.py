@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        db = args.db or os.path.join(tmp, "samples.db")
+        db = os.path.abspath(args.db) if args.db else os.path.join(tmp, "samples.db")
         for name in names:
             try:
                 sid, problems = record(name, db, None if args.no_transcript else HERE)
