@@ -1,0 +1,232 @@
+"""Replay overhead on a 10,000-frame session, beyond the agent's own time (target: under 1 s).
+
+    .venv/bin/python bench/bench_replay.py [--frames 10000] [--turns 10] [--repeat 3]
+
+A synthetic Wire session (initialize, then turns of streamed ContentParts, a Shell ToolCall with
+an ApprovalRequest answered by the client, ToolResult, StatusUpdates, TurnEnd) is written as a
+transcript. The agent is a tiny script that plays the agent side of that session over real pipes
+and makes a fresh uuid for every request (so the replay has to match and re-address answers),
+checking that each answer comes back to the right id.
+
+* agent alone: the same agent driven by a minimal client (writes the client frames, counts
+  lines, answers by position): process start + the agent's own work + pipe transfer;
+* replay (library): `replay_session()` against that agent, with matching, normalisation and the
+  full comparison; overhead = replay - agent alone;
+* replay (CLI): `wire-replay SESSION -- agent`, including the interpreter and import start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from replay import ReplayOptions, replay_session  # noqa: E402
+
+AGENT = r'''
+import json, os, sys, uuid
+plan = json.load(open(sys.argv[1]))
+inp = sys.stdin.buffer
+out = sys.stdout.fileno()
+req_id = None
+for step in plan:
+    if step == "read":
+        line = inp.readline()
+        if not line:
+            sys.exit(3)
+        if req_id is not None and b'"id":"' + req_id.encode() + b'"' in line:
+            req_id = None
+        continue
+    if step == "read_answer":
+        line = inp.readline()
+        if req_id is None or (b'"id":"' + req_id.encode() + b'"') not in line:
+            sys.stderr.write("answer to the wrong id: %r\n" % line[:200]); sys.exit(4)
+        continue
+    lines = step
+    if any("@REQ@" in s for s in lines):
+        req_id = str(uuid.uuid4())
+        lines = [s.replace("@REQ@", req_id) for s in lines]
+    elif any("@ANS@" in s for s in lines):
+        lines = [s.replace("@ANS@", last) for s in lines]
+    if req_id is not None:
+        last = req_id
+    data = ("\n".join(lines) + "\n").encode()
+    while data:
+        data = data[os.write(out, data):]
+inp.read()
+'''
+
+
+def _d(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def event(t, payload):
+    return _d({"jsonrpc": "2.0", "method": "event", "params": {"type": t, "payload": payload}})
+
+
+def build(frames_target: int, turns: int):
+    """(transcript frames [(dir, line)], agent plan)."""
+    per_turn_fixed = 16
+    k = max(1, (frames_target - 2 - turns * per_turn_fixed) // (2 * turns))
+    conv: list[tuple[str, str]] = []
+    plan: list = []
+    init = _d({"jsonrpc": "2.0", "method": "initialize", "id": "init-1",
+               "params": {"protocol_version": "1.10", "client": {"name": "bench", "version": "0"}}})
+    conv.append(("c2a", init))
+    plan.append("read")
+    r = _d({"jsonrpc": "2.0", "id": "init-1", "result": {"protocol_version": "1.10",
+                                                          "server": {"name": "bench-agent"}}})
+    conv.append(("a2c", r))
+    plan.append([r])
+    for t in range(1, turns + 1):
+        prompt = _d({"jsonrpc": "2.0", "method": "prompt", "id": f"p-{t}",
+                     "params": {"user_input": f"turn {t}: run the build"}})
+        conv.append(("c2a", prompt))
+        plan.append("read")
+        rid = str(uuid.uuid4())
+        block = [event("TurnBegin", {"user_input": f"turn {t}: run the build"}),
+                 event("StepBegin", {"n": 1})]
+        block += [event("ContentPart", {"type": "text", "text": f"chunk {i} of turn {t} "})
+                  for i in range(k)]
+        args = _d({"command": f"make target-{t}"})
+        block.append(event("ToolCall", {"type": "function", "id": f"call-{t}",
+                                        "function": {"name": "Shell", "arguments": args},
+                                        "extras": None}))
+        req = _d({"jsonrpc": "2.0", "method": "request", "id": "@REQ@", "params": {
+            "type": "ApprovalRequest", "payload": {
+                "id": "@REQ@", "tool_call_id": f"call-{t}", "sender": "Shell",
+                "action": "run command", "description": f"Run command `make target-{t}`",
+                "source_kind": "foreground_turn", "source_id": uuid.uuid4().hex,
+                "agent_id": None, "subagent_type": None, "source_description": None,
+                "display": [{"type": "shell", "language": "bash",
+                             "command": f"make target-{t}"}]}}})
+        block.append(req)
+        status = event("StatusUpdate", {"context_usage": 0.01, "context_tokens": 1000 + t,
+                                        "max_context_tokens": 100000,
+                                        "token_usage": {"input_other": 1000, "output": t,
+                                                        "input_cache_read": 0,
+                                                        "input_cache_creation": 0},
+                                        "message_id": f"msg-{t}-1", "plan_mode": False,
+                                        "mcp_status": None})
+        block.append(status)
+        for line in block:
+            conv.append(("a2c", line.replace("@REQ@", rid)))
+        plan.append(block)
+        ans = _d({"jsonrpc": "2.0", "id": rid, "result": {"request_id": rid, "response": "approve"}})
+        conv.append(("c2a", ans))
+        plan.append("read_answer")
+        block = [event("ApprovalResponse", {"request_id": "@ANS@", "response": "approve",
+                                            "feedback": ""}),
+                 event("ToolResult", {"tool_call_id": f"call-{t}", "return_value": {
+                     "is_error": False, "output": f"built target-{t}\n",
+                     "message": "Command executed successfully.", "display": [],
+                     "extras": None}}),
+                 event("StepBegin", {"n": 2})]
+        block += [event("ContentPart", {"type": "text", "text": f"result part {i} "})
+                  for i in range(k)]
+        block += [status.replace(f"msg-{t}-1", f"msg-{t}-2"), event("TurnEnd", {}),
+                  _d({"jsonrpc": "2.0", "id": f"p-{t}", "result": {"status": "finished"}})]
+        for line in block:
+            conv.append(("a2c", line.replace("@ANS@", rid)))
+        plan.append(block)
+    return conv, plan
+
+
+def write_transcript(path: Path, conv, command) -> None:
+    session = {"session_id": "bench-10k", "name": "bench", "command": command,
+               "protocol": "wire", "mono_start_ns": 0, "exit_code": 0,
+               "started_at": "2026-01-01T00:00:00"}
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_d({"wire_transcript": 1, "session": session}) + "\n")
+        t = 0.0
+        for d, line in conv:
+            t += 0.05
+            f.write('{"dir":"%s","frame":%s,"t_ms":%.3f}\n' % (d, line, t))
+        f.write('{"dir":"proxy","event":"client_eof","data":{},"t_ms":%.3f}\n' % (t + 0.05))
+
+
+def agent_alone(argv, conv) -> float:
+    """A minimal client: no parsing beyond finding request ids, answers by position."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    i = 0
+    while i < len(conv):
+        d, line = conv[i]
+        if d == "c2a":
+            if line.startswith('{"jsonrpc":"2.0","id":'):  # an answer: re-address it
+                line = line.replace(conv_req_id, live_req_id)
+            p.stdin.write(line.encode() + b"\n")
+            p.stdin.flush()
+            i += 1
+            continue
+        got = p.stdout.readline()
+        if b'"method":"request"' in got:
+            live_req_id = json.loads(got)["id"]
+            conv_req_id = json.loads(line)["id"]
+        i += 1
+    p.stdin.close()
+    p.stdout.read()
+    if p.wait() != 0:
+        raise SystemExit(f"bench agent failed with {p.returncode}")
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=10_000)
+    ap.add_argument("--turns", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        conv, plan = build(a.frames, a.turns)
+        (tmp / "plan.json").write_text(json.dumps(plan))
+        (tmp / "agent.py").write_text(AGENT)
+        argv = [sys.executable, str(tmp / "agent.py"), str(tmp / "plan.json")]
+        session = tmp / "bench.jsonl"
+        write_transcript(session, conv, argv)
+        n_agent = sum(1 for d, _ in conv if d == "a2c")
+        print(f"session: {len(conv)} frames ({n_agent} agent, {len(conv) - n_agent} client), "
+              f"{a.turns} approvals")
+        alone, lib, cli = [], [], []
+        for _ in range(a.repeat):
+            alone.append(agent_alone(argv, conv))
+            t0 = time.perf_counter()
+            r = replay_session(str(session), argv, options=ReplayOptions(frame_timeout=30))
+            lib.append(time.perf_counter() - t0)
+            if not r.ok:
+                from replay import render_text
+
+                print(render_text(r))
+                return 1
+            t0 = time.perf_counter()
+            p = subprocess.run([str(Path(sys.executable).parent / "wire-replay"), str(session),
+                                "-q", "--", *argv], capture_output=True)
+            cli.append(time.perf_counter() - t0)
+            if p.returncode != 0:
+                print(p.stdout.decode(), p.stderr.decode())
+                return 1
+        med = statistics.median
+        print(f"agent alone (minimal client): {med(alone):.3f} s  (runs: "
+              f"{', '.join(f'{x:.3f}' for x in alone)})")
+        print(f"replay, library:              {med(lib):.3f} s  -> overhead "
+              f"{med(lib) - med(alone):.3f} s")
+        print(f"replay, CLI (incl. start-up): {med(cli):.3f} s  -> overhead "
+              f"{med(cli) - med(alone):.3f} s")
+        print(f"requests matched: {r.stats.get('requests_matched')}, "
+              f"frames compared: {r.stats.get('live_agent_frames')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Compare the live agent→client stream with the recorded one.
+
+The real agent's order is not fully deterministic (wire spec §5: StatusUpdate races with
+ToolResult, ApprovalResponse and SubagentEvent; the cancel/steer response with the turn's
+StatusUpdate). So each stream is cut into segments at anchors whose position causality fixes
+(TurnBegin, StepBegin, responses to initialize/prompt/replay/set_plan_mode); inside a segment the
+streamed content (ContentPart, ToolCall, ToolCallPart) keeps its order and everything else is
+compared as a multiset (put in a canonical order). The two canonical sequences are then diffed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .labels import describe, field_diff
+from .normalize import Normalizer, canonical
+from .recording import Msg
+
+ANCHOR_TYPES = frozenset({"TurnBegin", "StepBegin"})
+ORDERED_TYPES = frozenset({"ContentPart", "ToolCall", "ToolCallPart"})
+
+
+@dataclass
+class Divergence:
+    kind: str  # changed | missing | extra | unmatched_request | unused_request | timeout |
+    #            agent_exit | exit_code | not_reached | client | stopped
+    where: str
+    message: str
+    expected: Any = None  # normalised recorded frame
+    got: Any = None  # normalised live frame
+    details: list[str] = field(default_factory=list)
+    seg: int = -1  # segment (anchors seen) of the recorded frame, for cutting a stopped replay
+
+    def headline(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+    def to_dict(self) -> dict:
+        d = {"kind": self.kind, "where": self.where, "message": self.message}
+        if self.expected is not None:
+            d["expected"] = self.expected
+        if self.got is not None:
+            d["got"] = self.got
+        if self.details:
+            d["details"] = self.details
+        return d
+
+
+@dataclass(slots=True)
+class Item:
+    msg: Msg
+    norm: Any
+    sig: bytes
+    where: str
+    anchor: bool
+    ordered: bool
+    label: str
+    seg: int = 0
+
+
+class Position:
+    """Turn and step, followed along a stream, for "turn 2, step 1" in reports."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.step = 0
+
+    def see(self, m: Msg) -> str:
+        if m.method == "event" and m.wire_type == "TurnBegin":
+            self.turn += 1
+            self.step = 0
+        elif m.method == "event" and m.wire_type == "StepBegin":
+            n = m.payload.get("n") if isinstance(m.payload, dict) else None
+            self.step = n if isinstance(n, int) else self.step + 1
+        return self.where()
+
+    def where(self) -> str:
+        if self.turn == 0:
+            return "before the first turn"
+        if self.step == 0:
+            return f"turn {self.turn}"
+        return f"turn {self.turn}, step {self.step}"
+
+
+def is_anchor(m: Msg, anchor_ids: set[bytes]) -> bool:
+    if m.method == "event":
+        return m.wire_type in ANCHOR_TYPES
+    return m.kind in ("response", "error") and m.id_key in anchor_ids
+
+
+def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[bytes],
+               shared: dict | None = None, literals: tuple[bytes, ...] = ()) -> list[Item]:
+    """Items of one stream. `shared` caches the normalisation of frames whose bytes occur in both
+    streams (most of an unchanged agent's frames): identical bytes normalise alike unless they
+    hold one side's environment `literals`, which are never cached."""
+    pos = Position()
+    out = []
+    seg = 0
+    for m in msgs:
+        hit = shared.get(m.raw) if shared is not None else None
+        if hit is None:
+            norm = normalizer.value(m)
+            hit = (norm, canonical(norm), describe(m, _payload_of(m, norm)))
+            if shared is not None and not any(lit in m.raw for lit in literals):
+                shared[m.raw] = hit
+        anchor = is_anchor(m, anchor_ids)
+        seg += anchor
+        out.append(Item(m, hit[0], hit[1], pos.see(m), anchor,
+                        m.method == "event" and m.wire_type in ORDERED_TYPES, hit[2], seg))
+    return out
+
+
+def _payload_of(m: Msg, norm: Any) -> Any:
+    if not isinstance(norm, dict) or m.kind == "invalid":
+        return None
+    if "method" in norm:
+        p = norm.get("params")
+        return p.get("payload") if m.method in ("event", "request") and isinstance(p, dict) else p
+    return norm.get("result", norm.get("error"))
+
+
+def canonical_order(items: list[Item]) -> list[Item]:
+    out: list[Item] = []
+    seg: list[Item] = []
+
+    def flush() -> None:
+        ordered = [i for i in seg if i.ordered]
+        rest = sorted((i for i in seg if not i.ordered),
+                      key=lambda i: (i.msg.kind, i.msg.wire_type or "", i.sig))
+        out.extend(ordered)
+        out.extend(rest)
+        seg.clear()
+
+    for it in items:
+        if it.anchor:
+            flush()
+            out.append(it)
+        else:
+            seg.append(it)
+    flush()
+    return out
+
+
+def _changed(a: Item, b: Item) -> Divergence:
+    details = field_diff(a.norm, b.norm)
+    return Divergence("changed", a.where, f"expected {a.label}, got {b.label}", a.norm, b.norm,
+                      details, a.seg)
+
+
+def diff_streams(recorded: list[Item], live: list[Item]) -> list[Divergence]:
+    """Differences in recorded order. [] when the streams agree up to the allowed reordering."""
+    a, b = canonical_order(recorded), canonical_order(live)
+    sa, sb = [i.sig for i in a], [i.sig for i in b]
+    if sa == sb:
+        return []
+    lo = 0
+    while lo < len(sa) and lo < len(sb) and sa[lo] == sb[lo]:
+        lo += 1
+    hi_a, hi_b = len(sa), len(sb)
+    while hi_a > lo and hi_b > lo and sa[hi_a - 1] == sb[hi_b - 1]:
+        hi_a -= 1
+        hi_b -= 1
+    sm = difflib.SequenceMatcher(None, sa[lo:hi_a], sb[lo:hi_b], autojunk=False)
+    out: list[Divergence] = []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        i1, i2, j1, j2 = i1 + lo, i2 + lo, j1 + lo, j2 + lo
+        if op == "equal":
+            continue
+        ra, lb = a[i1:i2], b[j1:j2]
+        # pair frames of the same kind and type, so a changed ToolCall is shown against the
+        # live ToolCall rather than against whatever sits at the same place
+        pairs: dict[int, Item] = {}
+        free = list(lb)
+        for k, x in enumerate(ra):
+            for y in free:
+                if (y.msg.kind, y.msg.method, y.msg.wire_type) == (x.msg.kind, x.msg.method, x.msg.wire_type):
+                    pairs[k] = y
+                    free.remove(y)
+                    break
+        # what is left pairs up in order: "expected ToolCall …, got ContentPart …"
+        for k, x in enumerate(ra):
+            if k not in pairs and free:
+                pairs[k] = free.pop(0)
+        for k, x in enumerate(ra):
+            if k in pairs:
+                out.append(_changed(x, pairs[k]))
+            else:
+                out.append(Divergence("missing", x.where, f"expected {x.label}, the agent did not "
+                                      f"send it", x.norm, None, seg=x.seg))
+        for y in free:
+            out.append(Divergence("extra", y.where, f"got {y.label}, which was never recorded",
+                                  None, y.norm))
+    return out

@@ -1,0 +1,601 @@
+"""Replay a recorded session against an agent under test.
+
+The recorded client stands in for the human and the IDE: its own frames (initialize, prompt,
+cancel, …, even garbage lines) are sent byte for byte in causal order, and each agent request is
+answered with the recorded answer of the recorded request it matches (replay.matchers). The live
+agent→client stream is kept and compared with the recording (replay.compare) at the end.
+
+Causal order: a client frame is sent once every agent frame recorded before it has a live
+counterpart of the same kind (counted by kind/type, not content, so a changed text still lets
+the replay go on), or once the response that closed the previous exchange (e.g. the previous
+turn's prompt response) has arrived and everything recorded after it has too. Nothing waits
+forever: silence longer than `frame_timeout` while something is expected, or the whole-run
+`timeout`, fails the replay and ends the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .compare import Divergence, Position, diff_streams, make_items
+from .errors import AgentStartError, ReplayInputError
+from .labels import describe
+from .matchers import (DEFAULT_MATCH_ON, Request, RequestBook, fallback_answer, parse_match_on,
+                       rewrite_answer)
+from .normalize import DEFAULT_IGNORE, IgnoreRule, Normalizer, environment_values
+from .recording import Msg, Recording, load, parse_msg
+
+# cancel and steer act on whatever the agent is doing at that moment (wire spec §5: an immediate
+# cancel changes which frames appear), so even "as fast as possible" keeps their recorded delay
+# after the frame they followed, up to this cap.
+RACY_METHODS = frozenset({"cancel", "steer"})
+RACY_DELAY_CAP_S = 5.0
+STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
+ON_UNMATCHED = ("fail", "reject", "error")
+# divergence kinds that are differences in behaviour, as opposed to their symptoms (a timeout,
+# a recorded request left unused, frames not reached after a stop)
+CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"})
+
+
+@dataclass
+class ReplayOptions:
+    match_on: Sequence[str] = DEFAULT_MATCH_ON
+    ignore: Sequence[IgnoreRule] = ()  # in addition to the defaults
+    default_ignores: bool = True
+    on_unmatched: str = "fail"  # fail | reject | error
+    speed: float = 0.0  # 0: as fast as possible; 1: recorded gaps; N: gaps / N
+    frame_timeout: float = 30.0  # silence while something is expected
+    timeout: float = 600.0  # whole run
+
+    def validate(self) -> "ReplayOptions":
+        self.match_on = parse_match_on(self.match_on)
+        if self.on_unmatched not in ON_UNMATCHED:
+            raise ReplayInputError(f"--on-unmatched {self.on_unmatched!r} is not one of "
+                                   f"{', '.join(ON_UNMATCHED)}")
+        if self.speed < 0:
+            raise ReplayInputError("--speed must be 0 (as fast as possible) or positive")
+        if self.frame_timeout <= 0 or self.timeout <= 0:
+            raise ReplayInputError("timeouts must be positive numbers of seconds")
+        return self
+
+    def rules(self) -> tuple[IgnoreRule, ...]:
+        return (DEFAULT_IGNORE if self.default_ignores else ()) + tuple(self.ignore)
+
+
+@dataclass
+class LiveFrame:
+    """A frame as the replay saw it, for `--update` (re-recording)."""
+
+    direction: str  # c2a | a2c | stderr | proxy
+    mono_ns: int
+    wall_ns: int
+    raw: bytes
+    newline: bool = True
+    event: str | None = None  # proxy lifecycle event
+    data: dict | None = None
+
+
+@dataclass
+class ReplayResult:
+    recording: Recording
+    mode: str  # agent | serve
+    argv: list[str]
+    divergences: list[Divergence] = field(default_factory=list)
+    stopped: str | None = None  # why the replay ended early
+    agent_exit_code: int | None = None
+    duration_s: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+    frames: list[LiveFrame] = field(default_factory=list)
+    stderr: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return not self.divergences
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    @property
+    def first(self) -> Divergence | None:
+        """The first divergence in conversation order (stream differences before the symptoms
+        they cause, like a timeout or an unused recorded request)."""
+        for d in self.divergences:
+            if d.kind in CAUSES:
+                return d
+        return self.divergences[0] if self.divergences else None
+
+    def of_kind(self, *kinds: str) -> list[Divergence]:
+        return [d for d in self.divergences if d.kind in kinds]
+
+
+@dataclass
+class _Step:
+    """A client frame the recorded client sent on its own (not an answer), or its stdin EOF."""
+
+    msg: Msg | None  # None: close stdin
+    pos: int  # number of recorded messages before it
+    need: Counter
+    last_resp: bytes | None
+    need_after: Counter
+    gap_prev: float
+    gap_agent: float
+    max_silence: float = 0.0  # longest recorded agent silence since the previous client frame
+
+    def label(self) -> str:
+        return "closed its input (EOF)" if self.msg is None else f"sent {describe(self.msg)}"
+
+
+def plan_steps(rec: Recording) -> list[_Step]:
+    answer_idx = set(rec.answers.values())
+    steps: list[_Step] = []
+    need: Counter = Counter()
+    after: Counter = Counter()
+    last_resp: bytes | None = None
+    t_prev = 0.0
+    t_agent = 0.0
+    silence = 0.0
+    eof_pos = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
+    for m in rec.msgs[:eof_pos]:
+        silence = max(silence, m.t - t_prev)
+        if m.direction == "a2c":
+            need[m.coarse] += 1
+            if m.kind in ("response", "error") and m.id_key in rec.client_requests:
+                last_resp, after = m.id_key, Counter()
+            else:
+                after[m.coarse] += 1
+            t_agent = m.t
+        elif m.index not in answer_idx:
+            steps.append(_Step(m, m.index, Counter(need), last_resp, Counter(after),
+                               max(0.0, m.t - t_prev), max(0.0, m.t - t_agent), silence))
+            silence = 0.0
+        t_prev = m.t
+    t_eof = rec.eof_t if rec.eof_t is not None else t_prev
+    steps.append(_Step(None, eof_pos, Counter(need), last_resp, Counter(after),
+                       max(0.0, t_eof - t_prev), max(0.0, t_eof - t_agent),
+                       max(silence, t_eof - t_prev)))
+    return steps
+
+
+def check_command(argv: Sequence[str], cwd: str | None, recorded: bool) -> None:
+    """Fail early, with the reason, when the agent cannot start."""
+    if not argv:
+        raise AgentStartError("no agent command", "give one after --, e.g. wire-replay S.db -- kimi --wire")
+    where = "the recorded work dir" if recorded else "the work dir"
+    hint = "give the agent command after -- (and --cwd)" if recorded else None
+    if cwd and not os.path.isdir(cwd):
+        raise AgentStartError(f"{where} {cwd} does not exist", hint)
+    if recorded:
+        for a in argv[1:]:
+            if a.startswith("/") and not os.path.exists(a) and not os.path.isdir(os.path.dirname(a)):
+                raise AgentStartError(f"the recorded agent command refers to {a}, which no longer "
+                                      f"exists", "give the agent command after -- "
+                                                 "(e.g. a fresh kimi config and scripts)")
+
+
+def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=dict(env) if env is not None else None,
+                                cwd=cwd, start_new_session=True)
+    except FileNotFoundError:
+        raise AgentStartError(f"cannot start the agent: {argv[0]}: command not found") from None
+    except PermissionError:
+        raise AgentStartError(f"cannot start the agent: {argv[0]}: permission denied") from None
+    except OSError as e:
+        raise AgentStartError(f"cannot start the agent: {argv[0]}: {e.strerror or e}") from None
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+_EOF = None
+
+
+class _AgentReplay:
+    def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
+                 cwd: str | None, opts: ReplayOptions):
+        self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
+        rules = opts.rules()
+        self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
+        self.live_norm = Normalizer(rules, environment_values(argv, cwd, dict(env) if env else None))
+        self.book = RequestBook(opts.match_on)
+        self.rec_payloads: dict[int, Any] = {}
+        for m in rec.requests():
+            p = self.rec_norm.payload(m)
+            self.rec_payloads[m.index] = p
+            self.book.add(m, Request(m.method, m.wire_type, p))
+        self.steps = plan_steps(rec)
+        self.divs: list[Divergence] = []
+        self.live: list[Msg] = []
+        self.frames: list[LiveFrame] = []
+        self.counts: Counter = Counter()
+        self.snapshots: dict[bytes, Counter] = {}
+        self.inbox: queue.Queue = queue.Queue()
+        self.scheduled: list[tuple[float, int, str, bytes, bool]] = []  # when, order, what, raw, nl
+        self.order = 0
+        self.step_i = 0
+        self.step_scheduled = False
+        self.stdin_closed = False
+        self.stdout_eof = False
+        self.stopped: str | None = None
+        self.timed_out = False
+        self.pos = Position()
+        self.stderr_chunks: list[bytes] = []
+        self.stats = Counter()
+
+    # -- io ------------------------------------------------------------------------------------
+    def _read_stdout(self) -> None:
+        # raw reads, one queue item per chunk: a 10,000-frame burst costs a few queue operations
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        try:
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                t = time.monotonic_ns()
+                buf += chunk
+                if b"\n" not in chunk:
+                    continue
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                self.inbox.put([(t, line, True) for line in lines])
+        except OSError:
+            pass
+        finally:
+            if buf:
+                self.inbox.put([(time.monotonic_ns(), buf, False)])
+            self.inbox.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        err = self.proc.stderr
+        try:
+            while True:
+                chunk = err.read1(65536)
+                if not chunk:
+                    break
+                self.stderr_chunks.append(chunk)
+                self._frame("stderr", chunk)
+        except (OSError, ValueError):
+            pass
+
+    def _frame(self, direction: str, raw: bytes, newline: bool = True, mono_ns: int | None = None,
+               event: str | None = None, data: dict | None = None) -> None:
+        self.frames.append(LiveFrame(direction, mono_ns or time.monotonic_ns(), time.time_ns(),
+                                     raw, newline, event, data))
+
+    def _write(self, raw: bytes, newline: bool = True) -> bool:
+        if self.stdin_closed:
+            return False
+        t = time.monotonic_ns()  # before the write: the agent may answer before it returns
+        try:
+            self.proc.stdin.write(raw + (b"\n" if newline else b""))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            self.stdin_closed = True
+            return False
+        self._frame("c2a", raw, newline, mono_ns=t)
+        self.stats["sent"] += 1
+        return True
+
+    def _close_stdin(self) -> None:
+        if not self.stdin_closed:
+            self.stdin_closed = True
+            self._frame("proxy", b"", event="client_eof", data={})
+            try:
+                self.proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+
+    def _schedule(self, when: float, what: str, raw: bytes, newline: bool = True) -> None:
+        self.order += 1
+        self.scheduled.append((when, self.order, what, raw, newline))
+        self.scheduled.sort(key=lambda x: (x[0], x[1]))
+
+    # -- causal order --------------------------------------------------------------------------
+    def _ready(self, s: _Step) -> bool:
+        c = self.counts
+        if all(c[k] >= v for k, v in s.need.items()):
+            return True
+        snap = self.snapshots.get(s.last_resp) if s.last_resp is not None else None
+        if snap is not None:
+            return all(c[k] - snap[k] >= v for k, v in s.need_after.items())
+        return False
+
+    def _first_missing(self, s: _Step) -> Msg | None:
+        seen: Counter = Counter()
+        for m in self.rec.msgs[:s.pos]:
+            if m.direction == "a2c":
+                seen[m.coarse] += 1
+                if seen[m.coarse] > self.counts[m.coarse]:
+                    return m
+        return None
+
+    def _allowed_silence(self) -> float:
+        """--frame-timeout, or more where the recorded agent itself was silent longer (a slow
+        tool), so that an unchanged agent is not failed for being as slow as it was."""
+        if self.step_i < len(self.steps):
+            return max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
+        return self.opts.frame_timeout
+
+    def _delay(self, s: _Step) -> float:
+        if self.opts.speed > 0:
+            return s.gap_prev / self.opts.speed
+        if s.msg is not None and s.msg.method in RACY_METHODS:
+            return min(s.gap_agent, RACY_DELAY_CAP_S)
+        return 0.0
+
+    # -- agent frames --------------------------------------------------------------------------
+    def _on_frame(self, t_ns: int, raw: bytes, nl: bool) -> None:
+        m = parse_msg(raw, "a2c", (t_ns - self.t0_ns) / 1e9, nl)
+        m.index = len(self.live)
+        self.live.append(m)
+        self._frame("a2c", raw, nl, mono_ns=t_ns)
+        self.counts[m.coarse] += 1
+        where = self.pos.see(m)
+        if m.kind in ("response", "error") and m.id_key is not None:
+            self.snapshots.setdefault(m.id_key, Counter(self.counts))
+        if m.kind == "request" and m.method is not None:
+            self._on_request(m, where)
+
+    def _on_request(self, m: Msg, where: str) -> None:
+        if self.stopped or self.stdin_closed:
+            return
+        req = Request(m.method, m.wire_type, self.live_norm.payload(m))
+        entry = self.book.match(m, req)
+        now = time.monotonic()
+        if entry is not None:
+            self.stats["requests_matched"] += 1
+            ans = self.rec.answer_to(entry.msg)
+            if ans is not None:
+                delay = (ans.t - entry.msg.t) / self.opts.speed if self.opts.speed > 0 else 0.0
+                self._schedule(now + max(0.0, delay), "answer", rewrite_answer(ans, entry.msg, m))
+                self.stats["answers_sent"] += 1
+            return
+        near = self.book.near_misses(req)
+        mode = self.opts.on_unmatched
+        what = f"no recorded request matches {describe(m, req.payload)}"
+        details = ["nearest recorded requests:"] + [n.line(describe) for n in near] if near else \
+            ["the recording holds no agent requests"]
+        if mode == "fail":
+            self.divs.append(Divergence("unmatched_request", where, what, None, None, details))
+            self._stop(f"unmatched {m.wire_type or m.method} (use --on-unmatched reject|error to "
+                       f"answer it and go on)")
+        else:
+            self.divs.append(Divergence("unmatched_request", where,
+                                        f"{what}; answered with {'a rejection' if mode == 'reject' else 'a JSON-RPC error'}",
+                                        None, None, details))
+            self._schedule(now, "answer", fallback_answer(m, mode))
+
+    def _stop(self, why: str) -> None:
+        if self.stopped is None:
+            self.stopped = why
+            self.stop_deadline = time.monotonic() + STOP_GRACE_S
+            self.scheduled.clear()
+            self._close_stdin()
+
+    # -- main loop -----------------------------------------------------------------------------
+    def run(self) -> ReplayResult:
+        opts = self.opts
+        self.t0 = time.monotonic()
+        self.t0_ns = time.monotonic_ns()
+        self.proc = spawn(self.argv, self.env, self.cwd)
+        self._frame("proxy", b"", event="spawn",
+                    data={"argv": self.argv, "cwd": self.cwd or os.getcwd(), "pid": self.proc.pid})
+        watchdog = threading.Timer(opts.timeout, self._watchdog)
+        watchdog.daemon = True
+        watchdog.start()
+        readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                   threading.Thread(target=self._read_stderr, daemon=True)]
+        for th in readers:
+            th.start()
+        last_activity = time.monotonic()
+        try:
+            while True:
+                now = time.monotonic()
+                while self.scheduled and self.scheduled[0][0] <= now:
+                    _, _, what, raw, nl = self.scheduled.pop(0)
+                    if what == "eof":
+                        self._close_stdin()
+                    else:
+                        self._write(raw, nl)  # a dead agent shows up as stdout EOF
+                    if what in ("step", "eof"):
+                        self.step_i += 1
+                        self.step_scheduled = False
+                        last_activity = time.monotonic()
+                if not self.stopped and not self.step_scheduled and self.step_i < len(self.steps):
+                    s = self.steps[self.step_i]
+                    if self._ready(s):
+                        self.step_scheduled = True
+                        if s.msg is None:
+                            self._schedule(now + self._delay(s), "eof", b"")
+                        else:
+                            self._schedule(now + self._delay(s), "step", s.msg.raw, s.msg.newline)
+                        continue
+                if self.stdout_eof:
+                    # an agent recorded exiting on its own may do so before the client's EOF
+                    own_exit = self.rec.eof_at is None and self.step_i == len(self.steps) - 1
+                    if not self.stopped and self.step_i < len(self.steps) and not own_exit:
+                        self._agent_gone()
+                    break
+                if self.stopped and now >= self.stop_deadline:
+                    break
+                waiting = not self.stopped and not self.step_scheduled and self.step_i < len(self.steps)
+                after_eof = self.step_i >= len(self.steps)
+                if (waiting or after_eof) and not self.stopped and \
+                        now - last_activity > self._allowed_silence():
+                    self._silence(waiting)
+                    continue
+                wait = 0.25
+                if self.scheduled:
+                    wait = min(wait, self.scheduled[0][0] - now)
+                try:
+                    item = self.inbox.get(timeout=max(0.0005, wait))
+                except queue.Empty:
+                    continue
+                while True:
+                    if item is _EOF:
+                        self.stdout_eof = True
+                        break
+                    for frame in item:
+                        self._on_frame(*frame)
+                    last_activity = time.monotonic()
+                    try:
+                        item = self.inbox.get_nowait()
+                    except queue.Empty:
+                        break
+        except BaseException:  # Ctrl-C and the like: do not leave the agent behind
+            kill_group(self.proc)
+            raise
+        finally:
+            self._close_stdin()
+            if self.stopped:
+                wait = max(0.1, getattr(self, "stop_deadline", 0.0) - time.monotonic())
+            else:
+                wait = opts.frame_timeout
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                if not self.stopped:
+                    self.divs.append(Divergence("agent_exit", "", f"the agent did not exit within "
+                                                f"{opts.frame_timeout:g}s after its input closed; killed"))
+                kill_group(self.proc)
+                self.proc.wait()
+            watchdog.cancel()
+            for th in readers:
+                th.join(timeout=2)
+            while True:  # frames that came after the loop ended
+                try:
+                    item = self.inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not _EOF:
+                    for frame in item:
+                        self._on_frame(*frame)
+            for s in (self.proc.stdout, self.proc.stderr):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+        self._frame("proxy", b"", event="exit", data={"code": self.proc.returncode})
+        if self.timed_out:
+            self.divs.append(Divergence("timeout", self.pos.where(),
+                                        f"the whole replay took longer than {opts.timeout:g}s; agent killed"))
+            self.stopped = self.stopped or "whole-run timeout"
+        return self._finish()
+
+    def _watchdog(self) -> None:
+        if self.proc.poll() is None:
+            self.timed_out = True
+            kill_group(self.proc)
+
+    def _agent_gone(self) -> None:
+        s = self.steps[self.step_i]
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        if self.timed_out:
+            self.stopped = "whole-run timeout"
+            return
+        miss = self._first_missing(s)
+        exp = f"; still expected {describe(miss)}" if miss is not None else ""
+        self.divs.append(Divergence("agent_exit", self.pos.where(),
+                                    f"the agent exited (code {code}) before the client {s.label()}{exp}"))
+        self.stopped = "agent exited"
+
+    def _silence(self, waiting: bool) -> None:
+        t = self._allowed_silence()
+        if waiting:
+            s = self.steps[self.step_i]
+            miss = self._first_missing(s)
+            exp = describe(miss) if miss is not None else "its next frame"
+            self.divs.append(Divergence("timeout", self.pos.where(),
+                                        f"waited {t:.3g}s for the agent: expected {exp} before the "
+                                        f"client {s.label()}"))
+            self._stop(f"no frame from the agent for {t:.3g}s")
+        else:
+            self.divs.append(Divergence("agent_exit", self.pos.where(),
+                                        f"the agent did not close its output within {t:.3g}s after "
+                                        f"its input closed"))
+            self._stop("agent did not exit")
+
+    # -- comparison ----------------------------------------------------------------------------
+    def _finish(self) -> ReplayResult:
+        rec = self.rec
+        if self.step_i < len(self.steps):
+            cut = self.steps[self.step_i].pos  # nothing after the first frame we did not send
+        else:
+            cut = len(rec.msgs)
+        rec_msgs = [m for m in rec.msgs[:cut] if m.direction == "a2c"]
+        anchors = rec.anchor_ids()
+        shared: dict = {}
+        lits = tuple(lit for lit, _ in self.rec_norm.values + self.live_norm.values)
+        rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits)
+        live_items = make_items(self.live, self.live_norm, anchors, shared, lits)
+        stream = diff_streams(rec_items, live_items)
+        not_reached = sum(1 for m in rec.msgs[cut:] if m.direction == "a2c")
+        if self.stopped:
+            # the live stream was cut short: the recorded frames it never reached are no news
+            reached = live_items[-1].seg if live_items else 0
+            kept = [d for d in stream if d.kind != "missing" or d.seg < reached]
+            not_reached += len(stream) - len(kept)
+            stream = kept
+        divs = stream + self.divs
+        where_of = {it.msg.index: it.where for it in rec_items}
+        for e in self.book.unused():
+            if e.msg.index < cut and not self.stopped:
+                divs.append(Divergence("unused_request", where_of.get(e.msg.index, ""),
+                                       f"recorded {describe(e.msg, self.rec_payloads[e.msg.index])} "
+                                       f"was never asked by the agent"))
+        if self.stopped and not_reached:
+            divs.append(Divergence("not_reached", "", f"{not_reached} recorded agent frames were "
+                                                      f"not reached before the replay stopped"))
+        code = self.proc.returncode
+        if (not self.stopped and rec.exit_code is not None and code is not None
+                and code != rec.exit_code):
+            divs.append(Divergence("exit_code", "", f"the agent exited with code {code}, "
+                                                    f"recorded {rec.exit_code}"))
+        self.stats.update(recorded_agent_frames=len(rec_msgs), live_agent_frames=len(self.live),
+                          recorded_requests=len(self.book.entries))
+        return ReplayResult(rec, "agent", self.argv, divs, self.stopped, code,
+                            time.monotonic() - self.t0, dict(self.stats), self.frames,
+                            b"".join(self.stderr_chunks))
+
+
+def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None = None,
+                   *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                   session_id: str | None = None,
+                   options: ReplayOptions | None = None) -> ReplayResult:
+    """Replay `recording` against `agent` (default: the recorded command in the recorded cwd).
+
+    Raises UserError subclasses for input problems (exit code 2 at the CLI); divergences are in
+    the result (`result.ok`, `result.first`, `result.divergences`)."""
+    opts = (options or ReplayOptions()).validate()
+    rec = recording if isinstance(recording, Recording) else load(recording, session_id)
+    if agent:
+        argv, run_cwd = [str(a) for a in agent], cwd
+        check_command(argv, run_cwd, recorded=False)
+    else:
+        argv, run_cwd = rec.command, cwd or rec.cwd
+        if not argv:
+            raise AgentStartError(f"session {rec.session_id} has no recorded agent command",
+                                  "give the agent command after --")
+        check_command(argv, run_cwd, recorded=cwd is None)
+    return _AgentReplay(rec, argv, env, run_cwd, opts).run()

@@ -1,0 +1,277 @@
+"""Which recorded request does a live agent request stand for? Decided by what it asks, never
+by its id (kimi makes a fresh one per run).
+
+A matcher is a small named function from a request (method, Wire type, normalised payload) to a
+JSON value; two requests match when every selected matcher gives equal values. Matchers that do
+not concern a request's type give None on both sides, so they compose freely:
+
+    match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")  # default
+
+Recorded requests wait in one queue per key (the tuple of matcher values), in recording order;
+a live request takes the head of its key's queue. Register more with `@matcher("name")`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import orjson
+
+from .errors import ReplayInputError
+from .labels import _short
+from .normalize import canonical
+from .recording import Msg
+
+
+@dataclass(frozen=True)
+class Request:
+    """What matchers look at."""
+
+    method: str | None
+    wire_type: str | None
+    payload: Any  # normalised
+
+    def get(self, key: str) -> Any:
+        return self.payload.get(key) if isinstance(self.payload, dict) else None
+
+
+Matcher = Callable[[Request], Any]
+MATCHERS: dict[str, Matcher] = {}
+MATCHER_DOCS: dict[str, str] = {}
+
+
+def matcher(name: str, doc: str = "") -> Callable[[Matcher], Matcher]:
+    def register(fn: Matcher) -> Matcher:
+        MATCHERS[name] = fn
+        MATCHER_DOCS[name] = doc or (fn.__doc__ or "").strip()
+        return fn
+
+    return register
+
+
+def _json_or_text(s: Any) -> Any:
+    """Tool arguments are JSON text: compare them parsed, so spacing and key order don't count."""
+    if isinstance(s, str):
+        try:
+            return orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return s
+    return s
+
+
+SPECIFIC_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
+
+
+@matcher("method", "JSON-RPC method (`request` for Wire requests)")
+def _method(r: Request) -> Any:
+    return r.method
+
+
+@matcher("type", "Wire request type: ApprovalRequest, ToolCallRequest, …")
+def _type(r: Request) -> Any:
+    return r.wire_type
+
+
+@matcher("approval", "ApprovalRequest: sender, action, description")
+def _approval(r: Request) -> Any:
+    if r.wire_type != "ApprovalRequest":
+        return None
+    return [r.get("sender"), r.get("action"), r.get("description")]
+
+
+@matcher("tool_call", "ToolCallRequest: tool name and arguments (parsed JSON)")
+def _tool_call(r: Request) -> Any:
+    if r.wire_type != "ToolCallRequest":
+        return None
+    return [r.get("name"), _json_or_text(r.get("arguments"))]
+
+
+@matcher("question", "QuestionRequest: the questions with their options")
+def _question(r: Request) -> Any:
+    if r.wire_type != "QuestionRequest":
+        return None
+    return r.get("questions")
+
+
+@matcher("hook", "HookRequest: subscription, event, target, tool name and tool input")
+def _hook(r: Request) -> Any:
+    if r.wire_type != "HookRequest":
+        return None
+    data = r.get("input_data")
+    data = data if isinstance(data, dict) else {}
+    return [r.get("subscription_id"), r.get("event"), r.get("target"), data.get("tool_name"),
+            data.get("tool_input")]
+
+
+@matcher("other", "any other request type: its whole normalised payload")
+def _other(r: Request) -> Any:
+    if r.wire_type in SPECIFIC_TYPES:
+        return None
+    return r.payload
+
+
+@matcher("payload", "the whole normalised payload, for every type (strict)")
+def _payload(r: Request) -> Any:
+    return r.payload
+
+
+@matcher("tool_call_id", "payload.tool_call_id (kimi takes it from the model's tool call)")
+def _tool_call_id(r: Request) -> Any:
+    return r.get("tool_call_id")
+
+
+@matcher("display", "ApprovalRequest: the display blocks (command, diff, …)")
+def _display(r: Request) -> Any:
+    return r.get("display") if r.wire_type == "ApprovalRequest" else None
+
+
+DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "type", "approval", "tool_call", "question",
+                                     "hook", "other")
+
+
+def parse_match_on(spec: str | Sequence[str] | None) -> tuple[str, ...]:
+    if spec is None:
+        return DEFAULT_MATCH_ON
+    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
+    names = [n for n in names if n]
+    if names and names[0] == "+":  # "+,tool_call_id": the defaults and more
+        names = list(DEFAULT_MATCH_ON) + names[1:]
+    unknown = [n for n in names if n not in MATCHERS]
+    if unknown or not names:
+        raise ReplayInputError(f"unknown matcher {', '.join(unknown) or '(none given)'}",
+                               f"known: {', '.join(MATCHERS)}")
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass
+class Entry:
+    """A recorded request waiting to be matched."""
+
+    msg: Msg
+    request: Request
+    parts: tuple[bytes, ...]  # canonical value of each matcher
+    used_by: Msg | None = None
+
+
+@dataclass
+class NearMiss:
+    entry: Entry
+    failed: list[str]  # names of the matchers that gave different values
+    detail: str  # first failing matcher: recorded value vs live value
+
+    def line(self, describe: Callable[[Msg], str]) -> str:
+        state = "already used" if self.entry.used_by is not None else "unused"
+        why = ", ".join(self.failed) if self.failed else "same key, but its queue is used up"
+        return (f"{describe(self.entry.msg)} (recorded frame {self.entry.msg.index + 1}, {state}): "
+                f"differs in {why}" + (f" — {self.detail}" if self.detail else ""))
+
+
+class RequestBook:
+    """The recorded requests, one queue per key, used up in recording order."""
+
+    def __init__(self, match_on: Sequence[str] = DEFAULT_MATCH_ON):
+        self.match_on = tuple(match_on)
+        self.fns = [MATCHERS[n] for n in self.match_on]
+        self.entries: list[Entry] = []
+        self.queues: dict[tuple[bytes, ...], deque[Entry]] = {}
+
+    def parts(self, r: Request) -> tuple[bytes, ...]:
+        return tuple(canonical(fn(r)) for fn in self.fns)
+
+    def add(self, msg: Msg, request: Request) -> None:
+        e = Entry(msg, request, self.parts(request))
+        self.entries.append(e)
+        self.queues.setdefault(e.parts, deque()).append(e)
+
+    def extend(self, items: Iterable[tuple[Msg, Request]]) -> "RequestBook":
+        for m, r in items:
+            self.add(m, r)
+        return self
+
+    def match(self, live: Msg, request: Request) -> Entry | None:
+        q = self.queues.get(self.parts(request))
+        if not q:
+            return None
+        e = q.popleft()
+        e.used_by = live
+        return e
+
+    def near_misses(self, request: Request, n: int = 3) -> list[NearMiss]:
+        parts = self.parts(request)
+        scored = []
+        for e in self.entries:
+            failed = [name for name, a, b in zip(self.match_on, e.parts, parts) if a != b]
+            scored.append((len(failed), e.used_by is not None, e.msg.index, e, failed))
+        scored.sort(key=lambda x: x[:3])
+        out = []
+        for _, _, _, e, failed in scored[:n]:
+            detail = ""
+            if failed:
+                i = self.match_on.index(failed[0])
+                detail = (f"{failed[0]}: recorded {_short(orjson.loads(e.parts[i]), 60)}, "
+                          f"live {_short(orjson.loads(parts[i]), 60)}")
+            out.append(NearMiss(e, failed, detail))
+        return out
+
+    def unused(self) -> list[Entry]:
+        return [e for e in self.entries if e.used_by is None]
+
+
+ID_FIELDS = ("id", "tool_call_id", "request_id")
+
+
+def rewrite_answer(answer: Msg, recorded_req: Msg, live_req: Msg) -> bytes:
+    """The recorded answer, re-addressed to the live request: its JSON-RPC id and the ids inside
+    the result (request_id, tool_call_id, …) become the live request's."""
+    mapping: dict[str, Any] = {}
+    if isinstance(recorded_req.rpc_id, str):
+        mapping[recorded_req.rpc_id] = live_req.rpc_id
+    rp, lp = recorded_req.payload, live_req.payload
+    if isinstance(rp, dict) and isinstance(lp, dict):
+        for k in ID_FIELDS:
+            if isinstance(rp.get(k), str) and k in lp:
+                mapping.setdefault(rp[k], lp[k])
+    obj = answer.obj if isinstance(answer.obj, dict) else {}
+    out = {}
+    for k, v in obj.items():
+        if k == "id":
+            out[k] = live_req.rpc_id
+        elif k in ("result", "error"):
+            out[k] = _replace(v, mapping)
+        else:
+            out[k] = v
+    return orjson.dumps(out)
+
+
+def _replace(v: Any, mapping: dict[str, Any]) -> Any:
+    if isinstance(v, str):
+        return mapping.get(v, v)
+    if isinstance(v, dict):
+        return {k: _replace(x, mapping) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_replace(x, mapping) for x in v]
+    return v
+
+
+def fallback_answer(live_req: Msg, mode: str) -> bytes:
+    """What `--on-unmatched reject|error` sends for a request with no recorded answer."""
+    rid = live_req.rpc_id
+    p = live_req.payload if isinstance(live_req.payload, dict) else {}
+    if mode == "reject":
+        t = live_req.wire_type
+        if t == "ApprovalRequest":
+            result = {"request_id": p.get("id", rid), "response": "reject",
+                      "feedback": "wire-replay: no recorded answer for this request"}
+        elif t == "QuestionRequest":
+            result = {"request_id": p.get("id", rid), "answers": {}}
+        elif t == "HookRequest":
+            result = {"request_id": p.get("id", rid), "action": "block",
+                      "reason": "wire-replay: no recorded answer for this request"}
+        else:
+            mode = "error"
+        if mode == "reject":
+            return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {
+        "code": -32000, "message": "wire-replay: no recorded answer for this request"}})

@@ -1,0 +1,222 @@
+"""Frames are normalised before they are matched or compared, so that what differs on every run
+of an unchanged agent (ids, clocks, scratch paths) does not count as a change.
+
+Two layers, both documented in docs/replay.md:
+
+* value patterns, applied to the raw JSON text of every frame: UUIDs, ISO timestamps, kimi
+  background-task ids, and the run's own scratch paths and kimi session id (taken from the
+  agent command and cwd of each side), replaced by placeholders;
+* ignore rules `[SELECTOR:]PATH` (defaults below, more with `--ignore`): the value at PATH is
+  replaced by "<ignored>" in frames that SELECTOR picks (a Wire type such as ApprovalRequest, a
+  JSON-RPC method, `response`/`error`, or none = every frame). PATH is dotted; `*` is any one key
+  or list index, `**` any depth.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+from .errors import ReplayInputError
+from .recording import Msg
+
+IGNORED = "<ignored>"
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    selector: str | None
+    path: tuple[str, ...]
+    reason: str = ""
+
+    @classmethod
+    def parse(cls, text: str, reason: str = "") -> "IgnoreRule":
+        sel, sep, path = text.partition(":")
+        if not sep:
+            sel, path = None, text
+        sel = sel.strip() if sel else None
+        segs = tuple(s for s in path.strip().split("."))
+        if not path.strip() or any(not s for s in segs):
+            raise ReplayInputError(f"--ignore {text!r} is not a path",
+                                   "use [TYPE:]dotted.path, e.g. ApprovalRequest:params.payload.source_id")
+        return cls(sel, segs, reason)
+
+    def __str__(self) -> str:
+        p = ".".join(self.path)
+        return f"{self.selector}:{p}" if self.selector else p
+
+    def applies(self, m: Msg) -> bool:
+        s = self.selector
+        return s is None or s == m.wire_type or s == m.method or s == m.kind
+
+    @functools.cached_property
+    def literal_key(self) -> bytes | None:
+        last = self.path[-1]
+        return None if last in ("*", "**") else orjson.dumps(last)
+
+
+DEFAULT_IGNORE: tuple[IgnoreRule, ...] = (
+    IgnoreRule("request", ("id",), "agent request ids are fresh on every run (uuid4; 12 hex for hooks)"),
+    IgnoreRule("request", ("params", "payload", "id"), "= the request's JSON-RPC id"),
+    IgnoreRule("ApprovalRequest", ("params", "payload", "source_id"), "uuid4 hex, one per turn"),
+    IgnoreRule("ApprovalResponse", ("params", "payload", "request_id"), "echoes the request id"),
+    IgnoreRule(None, ("**", "agent_id"), "subagent ids (a + 8 hex)"),
+    IgnoreRule("StepRetry", ("params", "payload", "wait_s"), "exponential back-off jitter"),
+    IgnoreRule("HookResolved", ("params", "payload", "duration_ms"), "measured"),
+    IgnoreRule("HookRequest", ("params", "payload", "input_data", "session_id"), "kimi session id"),
+    IgnoreRule("HookRequest", ("params", "payload", "input_data", "cwd"), "work dir"),
+    IgnoreRule("Notification", ("params", "payload", "id"), "n + 8 hex"),
+    IgnoreRule("Notification", ("params", "payload", "created_at"), "clock"),
+    IgnoreRule("Notification", ("params", "payload", "payload", "finished_at"), "clock"),
+    IgnoreRule("Notification", ("params", "payload", "payload", "duration_s"), "measured"),
+)
+
+# (name, pattern, placeholder). One combined regex runs over each frame's raw bytes.
+VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
+    ("uuid", rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", b"<uuid>"),
+    ("hex32", rb"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])", b"<hex>"),
+    ("timestamp", rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", b"<time>"),
+    ("task_id", rb"\bbash-[0-9a-z]{8}\b", b"<task>"),
+    ("agent_id_text", rb"agent_id: a[0-9a-f]{8}\b", b"agent_id: <agent>"),
+)
+_PLACEHOLDERS = [ph for _, _, ph in VALUE_PATTERNS]
+
+
+def _json_inner(s: str) -> bytes:
+    """How `s` appears inside a JSON string literal (as kimi writes it: raw UTF-8)."""
+    return orjson.dumps(s)[1:-1]
+
+
+SESSION_FLAGS = ("-S", "--session")
+PATH_FLAGS = ("-w", "--work-dir", "--config-file", "--agent-file", "--mcp-config-file")
+
+
+def environment_values(command: Sequence[str], cwd: str | None,
+                       env: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
+    """(literal, placeholder) pairs for one side's run: its scratch paths and kimi session id.
+
+    Paths come from the cwd, HOME (when given), and absolute-path arguments of the command; a
+    file argument contributes its folder, so `--config-file /tmp/run-x/config.toml` also covers
+    `/tmp/run-x/home`. Longest first, so a work dir wins over its parent.
+    """
+    paths: set[str] = set()
+    session_ids: set[str] = set()
+    if cwd:
+        paths.add(cwd)
+    if env and env.get("HOME") and env.get("HOME") != os.environ.get("HOME"):
+        paths.add(env["HOME"])
+    args = list(command[1:])
+    for i, a in enumerate(args):
+        flag, eq, val = a.partition("=")
+        if flag in SESSION_FLAGS:
+            v = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+            if len(v) >= 4:
+                session_ids.add(v)
+        if a.startswith("/") and len(a) > 1:
+            paths.add(a)
+            if os.path.splitext(a)[1]:
+                paths.add(os.path.dirname(a))
+        elif eq and val.startswith("/") and flag in PATH_FLAGS:
+            paths.add(val)
+    pairs = [(_json_inner(p.rstrip("/")), b"<path>") for p in paths if len(p.rstrip("/")) > 1]
+    pairs += [(_json_inner(s), b"<kimi-session>") for s in session_ids]
+    pairs.sort(key=lambda x: -len(x[0]))
+    return pairs
+
+
+class Normalizer:
+    """Normalises frames of one side (recorded or live). Both sides share the rules; each has its
+    own environment values."""
+
+    def __init__(self, rules: Iterable[IgnoreRule] = DEFAULT_IGNORE,
+                 values: Sequence[tuple[bytes, bytes]] = ()):
+        self.rules = tuple(rules)
+        self.values = tuple(values)
+        # one regex pass per frame: the environment literals (longest first) then the patterns
+        lits = [re.escape(lit) for lit, _ in self.values]
+        self._placeholders = [ph for _, ph in self.values] + _PLACEHOLDERS
+        self._pattern = re.compile(b"|".join([b"(" + x + b")" for x in lits] +
+                                             [b"(" + p + b")" for _, p, _ in VALUE_PATTERNS]))
+        self._by_selector: dict[str | None, list[IgnoreRule]] = {}
+        for r in self.rules:
+            self._by_selector.setdefault(r.selector, []).append(r)
+
+    def _sub(self, m: re.Match) -> bytes:
+        return self._placeholders[m.lastindex - 1]
+
+    def text(self, raw: bytes) -> bytes:
+        return self._pattern.sub(self._sub, raw)
+
+    def _rules_for(self, m: Msg) -> list[IgnoreRule]:
+        get = self._by_selector.get
+        out = list(get(None, ()))
+        for key in {m.wire_type, m.method, m.kind}:
+            if key is not None:
+                out.extend(get(key, ()))
+        return out
+
+    def value(self, m: Msg) -> Any:
+        """The normalised message: a JSON value, or {"invalid": text} for non-JSON frames."""
+        raw = self.text(m.raw)
+        if m.obj is None:
+            return {"invalid": raw.decode("utf-8", "replace"), "newline": m.newline}
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:  # a placeholder cannot break JSON, but never crash on it
+            obj = orjson.loads(m.raw)
+        for r in self._rules_for(m):
+            k = r.literal_key
+            if k is None or k in raw:
+                obj = _blank(obj, r.path, 0)
+        return obj
+
+    def payload(self, m: Msg) -> Any:
+        """The normalised Wire payload (or params/result) of a message."""
+        v = self.value(m)
+        if not isinstance(v, dict):
+            return v
+        if "method" in v:
+            p = v.get("params")
+            if m.method in ("event", "request") and isinstance(p, dict):
+                return p.get("payload")
+            return p
+        return v.get("result", v.get("error"))
+
+
+def _blank(node: Any, path: tuple[str, ...], i: int) -> Any:
+    if i == len(path):
+        return IGNORED
+    seg = path[i]
+    if seg == "**":
+        node = _blank(node, path, i + 1)  # zero levels
+        if isinstance(node, dict):
+            for k in list(node):
+                node[k] = _blank(node[k], path, i)
+        elif isinstance(node, list):
+            for j in range(len(node)):
+                node[j] = _blank(node[j], path, i)
+        return node
+    if isinstance(node, dict):
+        if seg == "*":
+            for k in list(node):
+                node[k] = _blank(node[k], path, i + 1)
+        elif seg in node:
+            node[seg] = _blank(node[seg], path, i + 1)
+    elif isinstance(node, list):
+        if seg == "*":
+            for j in range(len(node)):
+                node[j] = _blank(node[j], path, i + 1)
+        elif seg.isdigit() and int(seg) < len(node):
+            j = int(seg)
+            node[j] = _blank(node[j], path, i + 1)
+    return node
+
+
+def canonical(v: Any) -> bytes:
+    """Key-order independent JSON, the identity of a normalised value."""
+    return orjson.dumps(v, option=orjson.OPT_SORT_KEYS)

@@ -1,0 +1,261 @@
+"""A recorded session as replay sees it: the client and agent messages in recorded order, with
+each agent request paired with the client's answer and the client's own requests identified.
+
+Every frame is kept, known or not: unknown methods and types, non-JSON lines and frames without a
+final newline are replayed (sent or compared) as they were recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from recorder.errors import UserError
+from recorder.transcript import load_recording
+
+from .errors import ReplayInputError
+
+_MISSING = object()
+
+
+@dataclass(slots=True)
+class Msg:
+    """One protocol frame, recorded or live. `obj` is the parsed JSON (None when not JSON)."""
+
+    direction: str  # c2a | a2c
+    raw: bytes
+    t: float  # seconds since the session (or the live run) started
+    obj: Any = None
+    kind: str = "invalid"  # request | notification | response | error | invalid
+    method: str | None = None
+    rpc_id: Any = None
+    wire_type: str | None = None
+    payload: Any = None
+    newline: bool = True
+    index: int = -1  # position among the session's messages
+
+    @property
+    def id_key(self) -> bytes | None:
+        """The JSON-RPC id as canonical JSON: "1" and 1 are different ids."""
+        if self.kind == "invalid" or not isinstance(self.obj, dict) or "id" not in self.obj:
+            return None
+        return orjson.dumps(self.rpc_id)
+
+    @property
+    def coarse(self) -> tuple:
+        """What "this frame arrived" means for causal ordering: its kind and type (or the client
+        request it answers), never its content, so a changed text still counts as arrived."""
+        if self.kind in ("response", "error"):
+            return ("response", self.id_key)
+        if self.kind == "invalid":
+            return ("invalid",)
+        if self.method in ("event", "request"):
+            return (self.method, self.wire_type)
+        return (self.kind, self.method)
+
+
+def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True) -> Msg:
+    m = Msg(direction, raw, t, newline=newline)
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return m
+    m.obj = obj
+    if not isinstance(obj, dict):
+        return m
+    method = obj.get("method", _MISSING)
+    if method is not _MISSING:
+        if not isinstance(method, str):
+            return m
+        m.method = method
+        m.kind = "request" if "id" in obj else "notification"
+        m.rpc_id = obj.get("id")
+        params = obj.get("params")
+        if method in ("event", "request") and isinstance(params, dict):
+            t_ = params.get("type")
+            m.wire_type = t_ if isinstance(t_, str) else None
+            m.payload = params.get("payload")
+        else:
+            m.payload = params
+        return m
+    if "error" in obj:
+        m.kind, m.rpc_id, m.payload = "error", obj.get("id"), obj.get("error")
+    elif "result" in obj:
+        m.kind, m.rpc_id, m.payload = "response", obj.get("id"), obj.get("result")
+    return m
+
+
+@dataclass
+class Recording:
+    path: str
+    session: dict
+    msgs: list[Msg]
+    # number of messages recorded before the client closed its stdin (None: it never did)
+    eof_at: int | None
+    eof_t: float | None = None
+    # index of an agent request -> index of the client's answer to it
+    answers: dict[int, int] = field(default_factory=dict)
+    # recorded client request id (id_key) -> method
+    client_requests: dict[bytes, str] = field(default_factory=dict)
+
+    @property
+    def session_id(self) -> str:
+        return str(self.session.get("session_id"))
+
+    @property
+    def name(self) -> str:
+        return str(self.session.get("name") or self.session_id)
+
+    @property
+    def command(self) -> list[str]:
+        cmd = self.session.get("command")
+        if isinstance(cmd, str):
+            try:
+                cmd = orjson.loads(cmd)
+            except orjson.JSONDecodeError:
+                cmd = shlex.split(cmd)
+        return [str(c) for c in cmd] if isinstance(cmd, list) else []
+
+    @property
+    def cwd(self) -> str | None:
+        return self.session.get("cwd")
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.session.get("exit_code")
+
+    def agent_msgs(self) -> list[Msg]:
+        return [m for m in self.msgs if m.direction == "a2c"]
+
+    def requests(self) -> list[Msg]:
+        return [m for m in self.msgs if m.direction == "a2c" and m.kind == "request"]
+
+    def answer_to(self, req: Msg) -> Msg | None:
+        i = self.answers.get(req.index)
+        return None if i is None else self.msgs[i]
+
+    def anchor_ids(self) -> set[bytes]:
+        """Client requests whose responses fix the order of what surrounds them."""
+        return {k for k, m in self.client_requests.items() if m in ANCHOR_METHODS}
+
+
+# Responses to these client requests come after everything their turn emitted (wire spec §5);
+# the responses to cancel and steer race with the turn's StatusUpdate, so they are no anchors.
+ANCHOR_METHODS = frozenset({"initialize", "prompt", "replay", "set_plan_mode"})
+
+
+# wire-proxy stamps a frame after forwarding it, so a fast client's reaction (the prompt sent on the
+# initialize response, the answer to a request) can be recorded a fraction of a millisecond
+# before the frame it reacts to. Frames the client frame cannot have caused are moved back in
+# front of it when they follow it this closely.
+REORDER_WINDOW_S = 0.05
+
+
+def repair_order(msgs: list[Msg]) -> list[Msg]:
+    out = list(msgs)
+    # a response recorded before the client request it answers: move the request in front
+    i = 0
+    while i < len(out):
+        r = out[i]
+        if r.direction == "a2c" and r.kind in ("response", "error") and r.id_key is not None:
+            for j in range(i + 1, len(out)):
+                c = out[j]
+                if c.t - r.t > REORDER_WINDOW_S:
+                    break
+                if c.direction == "c2a" and c.kind == "request" and c.id_key == r.id_key:
+                    out.insert(i, out.pop(j))
+                    i += 1
+                    break
+        i += 1
+    sent_before: set[bytes] = set()
+    i = 0
+    while i < len(out):
+        c = out[i]
+        if c.direction != "c2a":
+            i += 1
+            continue
+        j = i + 1
+        moved = []
+        while j < len(out) and out[j].direction == "a2c" and out[j].t - c.t <= REORDER_WINDOW_S:
+            a = out[j]
+            k = a.id_key
+            earlier_response = a.kind in ("response", "error") and k in sent_before and \
+                k != c.id_key
+            answered_request = a.kind == "request" and c.kind in ("response", "error") and \
+                k is not None and k == c.id_key
+            if not (earlier_response or answered_request):
+                break
+            moved.append(a)
+            j += 1
+        if moved:
+            out[i:j] = moved + [c]
+            i += len(moved)
+        if c.kind == "request" and c.id_key is not None:
+            sent_before.add(c.id_key)
+        i += 1
+    for n, m in enumerate(out):
+        m.index = n
+    return out
+
+
+def build_recording(path: str, session: dict, frames) -> Recording:
+    mono0 = session.get("mono_start_ns")
+    msgs: list[Msg] = []
+    eof_t: float | None = None
+    for f in frames:
+        if f.direction == "proxy":
+            if f.method == "client_eof" and eof_t is None:
+                # a marker, so that the order repair can move it like a client frame
+                eof_t = ((f.mono_ns or 0) - mono0) / 1e9 if mono0 is not None else 0.0
+                msgs.append(Msg("c2a", b"", eof_t, kind="eof"))
+            continue
+        if f.direction not in ("c2a", "a2c"):
+            continue
+        if mono0 is None:
+            mono0 = f.mono_ns or 0
+        t = ((f.mono_ns or mono0) - mono0) / 1e9
+        msgs.append(parse_msg(bytes(f.raw), f.direction, t, f.newline is not False))
+    msgs = repair_order(msgs)
+    eof_at = next((i for i, m in enumerate(msgs) if m.kind == "eof"), None)
+    if eof_at is not None:
+        del msgs[eof_at]
+    for n, m in enumerate(msgs):
+        m.index = n
+    rec = Recording(path, session, msgs, eof_at, eof_t)
+    open_agent_requests: dict[bytes, int] = {}
+    for m in msgs:
+        k = m.id_key
+        if m.direction == "a2c" and m.kind == "request" and k is not None:
+            open_agent_requests[k] = m.index
+        elif m.direction == "c2a":
+            if m.kind in ("response", "error") and k in open_agent_requests:
+                rec.answers[open_agent_requests.pop(k)] = m.index
+            elif m.kind == "request" and k is not None:
+                rec.client_requests[k] = m.method or ""
+    return rec
+
+
+def load(path: str | os.PathLike, session_id: str | None = None) -> Recording:
+    """Load one session from a .db or a .jsonl transcript. Raises UserError subclasses."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ReplayInputError(f"{path}: no such file", "give a .db written by wire-proxy or a "
+                                                        ".jsonl transcript")
+    if os.path.isdir(path):
+        raise ReplayInputError(f"{path} is a directory, not a recording")
+    try:
+        session, frames = load_recording(path, session_id)
+    except UserError:
+        raise
+    except Exception as e:  # duckdb internals on a damaged file: one line, no traceback
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ReplayInputError(f"cannot read {path}: {first}") from None
+    rec = build_recording(path, session, frames)
+    if not rec.msgs:
+        raise ReplayInputError(f"session {rec.session_id} in {path} has no client or agent frames",
+                               "nothing to replay")
+    return rec

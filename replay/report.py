@@ -1,0 +1,161 @@
+"""What a replay found, for people (rich text), for programs (JSON) and for CI (JUnit XML)."""
+
+from __future__ import annotations
+
+import io
+import os
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import orjson
+
+from .driver import ReplayResult
+
+SECTIONS = (
+    ("stream", ("changed", "missing", "extra"), "differences in the agent's frames"),
+    ("requests", ("unmatched_request",), "live requests with no recorded answer"),
+    ("unused", ("unused_request",), "recorded requests never used"),
+    ("client", ("client",), "client behaviour"),
+    ("run", ("timeout", "agent_exit", "exit_code", "not_reached", "stopped"), "the run"),
+)
+MARK = {"changed": "~", "missing": "-", "extra": "+", "unmatched_request": "?",
+        "unused_request": "-", "client": "!", "timeout": "!", "agent_exit": "!", "exit_code": "!",
+        "not_reached": "·"}
+
+
+def title(r: ReplayResult) -> str:
+    what = "client" if r.mode == "serve" else "agent"
+    verdict = "MATCHES the recording" if r.ok else \
+        f"DIVERGED ({len(r.divergences)} difference{'s' if len(r.divergences) != 1 else ''})"
+    return f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}"
+
+
+def summary_line(r: ReplayResult) -> str:
+    s = r.stats
+    if r.mode == "serve":
+        return (f"client: {s.get('received', 0)} frames received, {s.get('emitted', 0)} agent "
+                f"frames served, {s.get('answers_checked', 0)} answers checked, "
+                f"{r.duration_s:.1f}s")
+    return (f"agent: {s.get('live_agent_frames', 0)} frames ({s.get('recorded_agent_frames', 0)} "
+            f"recorded), {s.get('requests_matched', 0)}/{s.get('recorded_requests', 0)} requests "
+            f"matched, exit code {r.agent_exit_code}, {r.duration_s:.1f}s")
+
+
+def render_text(r: ReplayResult, color: bool = False, width: int = 110,
+                max_items: int = 30) -> str:
+    """The human report. Rich markup is used for colour only; frame text is never markup."""
+    from rich.console import Console
+    from rich.text import Text
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width,
+                  highlight=False, soft_wrap=True)
+    con.print(Text(title(r), style="bold green" if r.ok else "bold red"))
+    first = r.first
+    if first is not None:
+        t = Text("first divergence: ", style="bold")
+        t.append(first.headline())
+        con.print(t)
+        for line in first.details:
+            con.print(_detail(line))
+    shown = 0
+    for _, kinds, heading in SECTIONS:
+        items = [d for d in r.divergences if d.kind in kinds]
+        if not items:
+            continue
+        con.print(Text(f"{heading}:", style="bold"))
+        for d in items:
+            if shown >= max_items:
+                break
+            shown += 1
+            t = Text(f"  {MARK.get(d.kind, '!')} ", style=_style(d.kind))
+            t.append(d.headline())
+            con.print(t)
+            if d is not first:
+                for line in d.details[:6]:
+                    con.print(_detail(line, indent="      "))
+    if shown < len(r.divergences):
+        con.print(f"  … and {len(r.divergences) - shown} more (see --json)")
+    if r.stopped:
+        con.print(Text(f"stopped early: {r.stopped}", style="yellow"))
+    con.print(Text(summary_line(r), style="dim"))
+    return buf.getvalue()
+
+
+def _style(kind: str) -> str:
+    return {"extra": "green", "missing": "red", "changed": "yellow"}.get(kind, "red")
+
+
+def _detail(line: str, indent: str = "    "):
+    from rich.text import Text
+
+    t = Text(indent)
+    if " → " in line and ": " in line:
+        path, _, rest = line.partition(": ")
+        old, _, new = rest.partition(" → ")
+        t.append(path + ": ")
+        t.append(old, style="red")
+        t.append(" → ")
+        t.append(new, style="green")
+    else:
+        t.append(line)
+    return t
+
+
+def to_dict(r: ReplayResult) -> dict[str, Any]:
+    first = r.first
+    return {
+        "ok": r.ok,
+        "exit_code": r.exit_code,
+        "mode": r.mode,
+        "recording": r.recording.path,
+        "session_id": r.recording.session_id,
+        "name": r.recording.name,
+        "argv": r.argv,
+        "first_divergence": first.to_dict() if first else None,
+        "divergences": [d.to_dict() for d in r.divergences],
+        "unused_requests": [d.to_dict() for d in r.of_kind("unused_request")],
+        "unrecorded_frames": [d.to_dict() for d in r.of_kind("extra")],
+        "stopped": r.stopped,
+        "agent_exit_code": r.agent_exit_code,
+        "duration_s": round(r.duration_s, 3),
+        "stats": r.stats,
+    }
+
+
+def render_json(r: ReplayResult) -> bytes:
+    return orjson.dumps(to_dict(r), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+
+
+def render_junit(results: list[ReplayResult]) -> bytes:
+    suite = ET.Element("testsuite", name="wire-replay", tests=str(len(results)),
+                       failures=str(sum(not r.ok for r in results)), errors="0",
+                       time=f"{sum(r.duration_s for r in results):.3f}")
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname=f"wire-replay.{r.mode}",
+                             name=f"{os.path.basename(r.recording.path)}::{r.recording.name}",
+                             time=f"{r.duration_s:.3f}")
+        if not r.ok:
+            f = ET.SubElement(case, "failure", message=(r.first.headline() if r.first else "diverged"),
+                              type="divergence")
+            f.text = render_text(r)
+        out = ET.SubElement(case, "system-out")
+        out.text = summary_line(r)
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)
+
+
+def write_report(path: str, r: ReplayResult) -> None:
+    """`.xml`: JUnit; `.json`: JSON; anything else: the text report."""
+    if path.endswith(".xml"):
+        data = render_junit([r])
+    elif path.endswith(".json"):
+        data = render_json(r)
+    else:
+        data = render_text(r).encode()
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        from .errors import ReplayInputError
+
+        raise ReplayInputError(f"cannot write the report {path}: {e.strerror}") from None

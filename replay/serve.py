@@ -1,0 +1,290 @@
+"""`wire-replay SESSION --serve`: a stand-in agent for testing a client, with no LLM and no
+network.
+
+It reads the client's frames on stdin and walks the recording in order: recorded agent frames go
+out on stdout (responses re-addressed to the live request ids), and wherever the recorded agent
+waited for the client — for a request (initialize, prompt, cancel, …), for an answer to one of
+its requests, or for the end of input — it waits for the live client and checks what it sent
+against the recording. Divergences are collected; stdout carries protocol frames only.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+import orjson
+
+from .compare import Divergence, Position
+from .driver import LiveFrame, ReplayOptions, ReplayResult
+from .labels import describe, field_diff
+from .normalize import Normalizer, environment_values
+from .recording import Msg, Recording, load, parse_msg
+
+_EOF = None
+
+
+class _Stop(Exception):
+    pass
+
+
+def _is_answer(m: Msg) -> bool:
+    return m.kind in ("response", "error")
+
+
+class _Serve:
+    def __init__(self, rec: Recording, opts: ReplayOptions, stdin_fd: int, stdout_fd: int):
+        self.rec, self.opts = rec, opts
+        self.in_fd, self.out_fd = stdin_fd, stdout_fd
+        rules = opts.rules()
+        self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
+        self.live_norm = Normalizer(rules, ())
+        self.inbox: queue.Queue = queue.Queue()
+        self.buffer: list[Msg] = []  # live client frames not consumed yet
+        self.client_eof = False
+        self.id_map: dict[bytes, Any] = {}  # recorded client request id -> live id
+        self.divs: list[Divergence] = []
+        self.frames: list[LiveFrame] = []
+        self.pos = Position()
+        self.stats: dict[str, int] = {"received": 0, "emitted": 0, "answers_checked": 0}
+        self.stopped: str | None = None
+        self.n_live = 0
+
+    # -- io ------------------------------------------------------------------------------------
+    def _read(self) -> None:
+        # raw fd reads: a daemon thread blocked in a buffered readline aborts interpreter exit
+        buf = b""
+        try:
+            while True:
+                chunk = os.read(self.in_fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while True:
+                    nl = buf.find(b"\n")
+                    if nl < 0:
+                        break
+                    self.inbox.put((time.monotonic_ns(), buf[:nl], True))
+                    buf = buf[nl + 1:]
+        except OSError:
+            pass
+        finally:
+            if buf:
+                self.inbox.put((time.monotonic_ns(), buf, False))
+            self.inbox.put(_EOF)
+
+    def _emit(self, raw: bytes, newline: bool = True) -> None:
+        data = raw + (b"\n" if newline else b"")
+        try:
+            while data:
+                n = os.write(self.out_fd, data)
+                data = data[n:]
+        except (BrokenPipeError, OSError):
+            self.stopped = "the client closed its input (our stdout)"
+            raise _Stop from None
+        self.frames.append(LiveFrame("a2c", time.monotonic_ns(), time.time_ns(), raw, newline))
+        self.stats["emitted"] += 1
+
+    def _pull(self, deadline: float) -> bool:
+        """Move one live frame (or EOF) from the reader into the buffer. False on timeout."""
+        try:
+            item = self.inbox.get(timeout=max(0.0005, deadline - time.monotonic()))
+        except queue.Empty:
+            return False
+        self._absorb(item)
+        return True
+
+    def _absorb(self, item) -> None:
+        if item is _EOF:
+            self.client_eof = True
+            self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
+                                         event="client_eof", data={}))
+            return
+        t_ns, raw, nl = item
+        m = parse_msg(raw, "c2a", (t_ns - self.t0_ns) / 1e9, nl)
+        m.index = self.n_live
+        self.n_live += 1
+        self.frames.append(LiveFrame("c2a", t_ns, time.time_ns(), raw, nl))
+        self.stats["received"] += 1
+        self.buffer.append(m)
+
+    def _wait_for(self, pred, what: str) -> Msg | None:
+        """The first buffered live frame for which pred holds, waiting for more as needed.
+        None when the client closed its input first. Raises _Stop on timeout."""
+        deadline = time.monotonic() + self.opts.frame_timeout
+        while True:
+            for i, m in enumerate(self.buffer):
+                if pred(m):
+                    return self.buffer.pop(i)
+            if self.client_eof:
+                return None
+            if time.monotonic() >= min(deadline, self.hard_deadline):
+                limit = "the whole-run timeout" if time.monotonic() >= self.hard_deadline else \
+                    f"{self.opts.frame_timeout:g}s"
+                self.divs.append(Divergence("timeout", self.pos.where(),
+                                            f"waited {limit} for the client to {what}"))
+                self.stopped = "client timeout"
+                raise _Stop
+            self._pull(min(deadline, self.hard_deadline))
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> ReplayResult:
+        self.t0 = time.monotonic()
+        self.t0_ns = time.monotonic_ns()
+        self.hard_deadline = self.t0 + self.opts.timeout
+        threading.Thread(target=self._read, daemon=True).start()
+        rec = self.rec
+        answer_of = {a: r for r, a in rec.answers.items()}  # answer index -> request index
+        eof_at = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
+        t_prev = 0.0
+        try:
+            for m in rec.msgs:
+                if m.index == eof_at:
+                    self._expect_eof()
+                if self.opts.speed > 0 and m.direction == "a2c":
+                    time.sleep(max(0.0, (m.t - t_prev) / self.opts.speed))
+                t_prev = m.t
+                if m.direction == "a2c":
+                    self._serve_agent_frame(m)
+                elif m.index in answer_of:
+                    self._check_answer(rec.msgs[answer_of[m.index]], m)
+                else:
+                    self._check_client_frame(m)
+            if eof_at >= len(rec.msgs):
+                self._expect_eof()
+        except _Stop:
+            pass
+        self._leftovers()
+        return ReplayResult(rec, "serve", [], self.divs, self.stopped, None,
+                            time.monotonic() - self.t0, dict(self.stats), self.frames)
+
+    def _serve_agent_frame(self, m: Msg) -> None:
+        self.pos.see(m)
+        if _is_answer(m) and m.id_key in self.rec.client_requests:
+            if m.id_key not in self.id_map:
+                return  # the client never sent that request; already reported
+            obj = dict(m.obj)
+            obj["id"] = self.id_map[m.id_key]
+            self._emit(orjson.dumps(obj), m.newline)
+        else:
+            self._emit(m.raw, m.newline)
+
+    def _check_client_frame(self, m: Msg) -> None:
+        label = describe(m)
+        live = self._wait_for(lambda x: not _is_answer(x), f"send {label}")
+        if live is None:
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client closed its input instead of sending {label}"))
+            self.stopped = "client closed its input early"
+            raise _Stop
+        if m.kind == "request" and live.kind == "request" and m.method == live.method:
+            self.id_map[m.id_key] = live.rpc_id
+        exp, got = self._client_view(m, self.rec_norm), self._client_view(live, self.live_norm)
+        if exp != got:
+            if (m.kind, m.method) != (live.kind, live.method):
+                self.divs.append(Divergence("client", self.pos.where(),
+                                            f"expected the client to send {label}, got "
+                                            f"{describe(live)}", exp, got))
+                if live.kind == "request":
+                    self._refuse(live)
+                    self.id_map.pop(m.id_key, None)
+                    return self._check_client_frame(m)
+            else:
+                self.divs.append(Divergence("client", self.pos.where(),
+                                            f"expected the client to send {label}, got "
+                                            f"{describe(live)}", exp, got, field_diff(exp, got)))
+
+    def _refuse(self, live: Msg) -> None:
+        """A request the recording cannot answer gets an error, so the client does not hang."""
+        self._emit(orjson.dumps({"jsonrpc": "2.0", "id": live.rpc_id, "error": {
+            "code": -32000, "message": "wire-replay --serve: this request is not in the recording",
+            "data": None}}))
+
+    def _client_view(self, m: Msg, norm: Normalizer) -> Any:
+        v = norm.value(m)
+        if isinstance(v, dict) and "method" in v:
+            return {k: x for k, x in v.items() if k != "id"}
+        return v
+
+    def _check_answer(self, req: Msg, ans: Msg) -> None:
+        what = f"answer {describe(req)}"
+        live = self._wait_for(lambda x: _is_answer(x) and x.id_key == req.id_key, what)
+        if live is None:
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client closed its input without answering "
+                                        f"{describe(req)}"))
+            self.stopped = "client closed its input early"
+            raise _Stop
+        self.stats["answers_checked"] += 1
+        exp = self._answer_view(ans, self.rec_norm)
+        got = self._answer_view(live, self.live_norm)
+        if exp != got:
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client answered {describe(req)} with "
+                                        f"{_short_answer(got)}, recorded {_short_answer(exp)}",
+                                        exp, got, field_diff(exp, got)))
+
+    def _answer_view(self, m: Msg, norm: Normalizer) -> Any:
+        v = norm.value(m)
+        return {k: x for k, x in v.items() if k != "id"} if isinstance(v, dict) else v
+
+    def _expect_eof(self) -> None:
+        deadline = time.monotonic() + self.opts.frame_timeout
+        while not self.client_eof:
+            extra = [x for x in self.buffer if x.kind == "request"]
+            for x in extra:  # requests past the end of the recording: refuse and report
+                self.buffer.remove(x)
+                self.divs.append(Divergence("client", self.pos.where(),
+                                            f"the client sent {describe(x)}, which the recorded "
+                                            f"client did not send"))
+                self._refuse(x)
+            if time.monotonic() >= min(deadline, self.hard_deadline):
+                self.divs.append(Divergence("timeout", self.pos.where(),
+                                            f"waited {self.opts.frame_timeout:g}s for the client "
+                                            f"to close its input, as the recorded client did"))
+                self.stopped = "client timeout"
+                raise _Stop
+            self._pull(min(deadline, self.hard_deadline))
+
+    def _leftovers(self) -> None:
+        while True:  # whatever is still queued
+            try:
+                self._absorb(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        for x in self.buffer:
+            if _is_answer(x):
+                req = next((r for r in self.rec.requests() if r.id_key == x.id_key), None)
+                what = f"an answer to {describe(req)}, which the recorded client left " \
+                       f"unanswered" if req is not None else f"{describe(x)}, to no request"
+                self.divs.append(Divergence("client", "", f"the client sent {what}"))
+            elif not self.stopped:
+                self.divs.append(Divergence("client", "", f"the client sent {describe(x)}, which "
+                                                          f"the recorded client did not send"))
+
+
+def _short_answer(v: Any) -> str:
+    if isinstance(v, dict):
+        r = v.get("result")
+        if isinstance(r, dict):
+            for k in ("response", "action"):
+                if k in r:
+                    return repr(r[k])
+        if "error" in v:
+            return "an error"
+        return describe(parse_msg(orjson.dumps(v), "c2a"))
+    return str(v)
+
+
+def serve_session(recording: Recording | str | os.PathLike, *, session_id: str | None = None,
+                  options: ReplayOptions | None = None, stdin_fd: int | None = None,
+                  stdout_fd: int | None = None) -> ReplayResult:
+    """Act as the recorded agent on stdin/stdout until the recorded session is over."""
+    opts = (options or ReplayOptions()).validate()
+    rec = recording if isinstance(recording, Recording) else load(recording, session_id)
+    return _Serve(rec, opts, stdin_fd if stdin_fd is not None else sys.stdin.fileno(),
+                  stdout_fd if stdout_fd is not None else sys.stdout.fileno()).run()

@@ -1,0 +1,97 @@
+"""`--update`: keep what the current agent did as the new recording (snapshot testing).
+
+The replay's own view of the run (every frame sent and received, the agent's stderr, spawn and
+exit) is written in the recording's format: a `.jsonl` transcript is rewritten (so the change
+shows in a diff of the text file), a `.db` gets the session replaced. The session id and name
+stay, so the new recording replaces the old one.
+"""
+
+from __future__ import annotations
+
+import time
+import os
+import tempfile
+
+import orjson
+
+from recorder.frames import Extracted, Frame, classify, wall_ts
+from recorder.store import open_store
+from recorder.transcript import frame_line, session_header, store_session
+
+from .driver import ReplayResult
+from .errors import ReplayInputError
+
+
+def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
+    rec = result.recording
+    sid = rec.session_id
+    frames: list[Frame] = []
+    ordered = sorted(result.frames, key=lambda f: f.mono_ns)  # stamped by several threads
+    for lf in ordered:
+        if lf.direction == "proxy":
+            data = lf.data or {}
+            ex = Extracted("lifecycle", method=lf.event, payload=orjson.dumps(data).decode())
+            raw = orjson.dumps(dict(data, event=lf.event))
+        elif lf.direction == "stderr":
+            ex, raw = Extracted("stderr"), lf.raw
+        else:
+            ex, raw = classify(lf.raw, lf.direction, rec.session.get("protocol") or "wire"), lf.raw
+        frames.append(Frame(sid, len(frames) + 1, wall_ts(lf.wall_ns), lf.mono_ns, lf.direction,
+                            raw, lf.newline, len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type,
+                            ex.payload, ex.parse_error, ex.known))
+    session = {k: v for k, v in rec.session.items() if v is not None}
+    start = ordered[0] if ordered else None
+    session.update(
+        started_at=wall_ts(start.wall_ns if start else time.time_ns()),
+        ended_at=wall_ts(ordered[-1].wall_ns) if ordered else None,
+        command=orjson.dumps(result.argv).decode(),
+        exit_code=result.agent_exit_code,
+        end_reason="agent_exit",
+        source="wire-replay",
+        mono_start_ns=start.mono_ns if start else 0,
+        frame_count=sum(1 for f in frames if f.direction in ("c2a", "a2c")),
+        lost_frames=0,
+        lost_bytes=0,
+    )
+    for f in result.frames:
+        if f.event == "spawn" and f.data:
+            session["cwd"] = f.data.get("cwd", session.get("cwd"))
+            session["agent_pid"] = f.data.get("pid")
+    for k in ("exit_signal", "proxy_pid", "db_note"):
+        session.pop(k, None)
+    return session, frames
+
+
+def write_update(result: ReplayResult, output: str | None = None) -> str:
+    """Write the live run as the new recording; returns the path written."""
+    path = output or result.recording.path
+    session, frames = live_session(result)
+    try:
+        if path.endswith(".jsonl"):
+            fd, tmp = tempfile.mkstemp(prefix=".wire-replay-", dir=os.path.dirname(os.path.abspath(path)))
+            with os.fdopen(fd, "wb") as out:
+                out.write(session_header(session) + b"\n")
+                for f in frames:
+                    out.write(frame_line(f, session["mono_start_ns"]) + b"\n")
+            os.replace(tmp, path)
+        else:
+            with open_store(path) as store:
+                store_session(store, session, frames, "wire-replay", replace=True)
+    except OSError as e:
+        raise ReplayInputError(f"cannot write the updated recording {path}: {e.strerror}") from None
+    return path
+
+
+def change_summary(result: ReplayResult, path: str, limit: int = 20) -> str:
+    s = result.stats
+    head = (f"updated {path} [{result.recording.name}]: {s.get('live_agent_frames', 0)} agent "
+            f"frames (was {s.get('recorded_agent_frames', 0)})")
+    if result.ok:
+        return head + ", no change beyond volatile fields (ids, times, paths)\n"
+    lines = [head + f", {len(result.divergences)} change(s):"]
+    for d in result.divergences[:limit]:
+        lines.append(f"  {d.kind}: {d.headline()}")
+        lines.extend(f"      {x}" for x in d.details[:3])
+    if len(result.divergences) > limit:
+        lines.append(f"  … and {len(result.divergences) - limit} more")
+    return "\n".join(lines) + "\n"

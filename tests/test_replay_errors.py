@@ -1,0 +1,157 @@
+"""Bad input and misbehaving agents: one clear line and exit 2 for input errors, a report and
+exit 1 for a divergence; never a traceback, never a hang (every run has a subprocess timeout)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import duckdb
+import pytest
+
+from recorder.store import open_store
+from recorder.transcript import import_transcript
+from replay_support import SAMPLES, WIRE_REPLAY, assert_one_line_error, run_cli
+
+SAMPLE = SAMPLES / "approve_shell.jsonl"
+
+
+@pytest.fixture
+def sample_db(tmp_path):
+    db = tmp_path / "one.db"
+    import_transcript(str(SAMPLE), str(db))
+    return db
+
+
+def test_missing_file(tmp_path):
+    assert_one_line_error(run_cli([tmp_path / "nope.db", "--", "true"]), 2, "no such file")
+
+
+def test_a_directory(tmp_path):
+    assert_one_line_error(run_cli([tmp_path, "--", "true"]), 2, "is a directory")
+
+
+def test_corrupt_db(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(os.urandom(4096))
+    assert_one_line_error(run_cli([bad, "--", "true"]), 2, "not a DuckDB file")
+
+
+def test_truncated_db(tmp_path, sample_db):
+    data = sample_db.read_bytes()
+    cut = tmp_path / "cut.db"
+    cut.write_bytes(data[: len(data) // 3])
+    assert_one_line_error(run_cli([cut, "--", "true"]), 2, str(cut))
+
+
+def test_a_duckdb_file_that_is_not_a_recording(tmp_path):
+    db = tmp_path / "other.db"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t (x INT)")
+    con.close()
+    assert_one_line_error(run_cli([db, "--", "true"]), 2, "not a wire-recorder recording")
+
+
+def test_db_with_no_sessions(tmp_path):
+    db = tmp_path / "empty.db"
+    open_store(str(db)).close()
+    assert_one_line_error(run_cli([db, "--", "true"]), 2, "holds no sessions")
+
+
+def test_unknown_session_id(sample_db):
+    assert_one_line_error(run_cli([sample_db, "--session", "zzz", "--", "true"]), 2,
+                          "no session matching 'zzz'")
+    assert_one_line_error(run_cli([SAMPLE, "--session", "zzz", "--", "true"]), 2, "not 'zzz'")
+
+
+def test_transcript_with_garbage_lines(tmp_path):
+    lines = SAMPLE.read_text().splitlines()
+    lines.insert(3, "this is not a frame {")
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    assert_one_line_error(run_cli([bad, "--", "true"]), 2, "line 4", "not valid JSON")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert_one_line_error(run_cli([empty, "--", "true"]), 2, "is empty")
+
+
+def test_a_session_without_frames(tmp_path):
+    head = SAMPLE.read_text().splitlines()[0]
+    only = tmp_path / "header.jsonl"
+    only.write_text(head + "\n")
+    assert_one_line_error(run_cli([only, "--", "true"]), 2, "no client or agent frames")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--speed", "-1"], "--speed"),
+    (["--on-unmatched", "maybe"], "--on-unmatched 'maybe'"),
+    (["--match-on", "type,colour"], "unknown matcher colour"),
+    (["--ignore", "ApprovalRequest:"], "is not a path"),
+    (["--env", "NOVALUE"], "is not KEY=VALUE"),
+    (["--frame-timeout", "0"], "timeouts must be positive"),
+    (["--output", "x.jsonl"], "--output only goes with --update"),
+])
+def test_bad_options(args, needle):
+    assert_one_line_error(run_cli([SAMPLE, *args, "--", "true"]), 2, needle)
+
+
+def test_nothing_after_the_double_dash():
+    assert_one_line_error(run_cli([SAMPLE, "--"]), 2, "nothing after --")
+
+
+def test_agent_command_not_found_or_not_executable(tmp_path):
+    assert_one_line_error(run_cli([SAMPLE, "--", "no-such-agent-xyz", "--wire"]), 2,
+                          "cannot start the agent: no-such-agent-xyz: command not found")
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\n")
+    assert_one_line_error(run_cli([SAMPLE, "--", script]), 2, "permission denied")
+    assert_one_line_error(run_cli([SAMPLE, "--cwd", tmp_path / "gone", "--", "true"]), 2,
+                          "the work dir", "does not exist")
+
+
+def test_recorded_command_whose_scratch_dirs_are_gone():
+    p = run_cli([SAMPLE])
+    assert_one_line_error(p, 2, "does not exist", "give the agent command after --")
+
+
+def test_an_agent_that_exits_mid_replay():
+    p = run_cli([SAMPLE, "--", "sh", "-c", "read line; exit 3"], timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out + p.stderr.decode()
+    assert "the agent exited (code 3) before the client sent request prompt#p-1" in out
+    assert "Traceback" not in out + p.stderr.decode()
+
+
+def test_an_agent_that_never_answers():
+    p = run_cli([SAMPLE, "--frame-timeout", "1", "--", "sleep", "60"], timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out + p.stderr.decode()
+    # 1 s, or longer where the recording itself shows a longer silence (kimi's start-up)
+    assert re.search(r"waited [\d.]+s for the agent: expected response init-1 .* before the "
+                     r"client sent request prompt#p-1", out), out
+    assert "stopped early: no frame from the agent for" in out
+
+
+def test_the_whole_run_timeout():
+    p = run_cli([SAMPLE, "--timeout", "1", "--frame-timeout", "50", "--", "sleep", "60"],
+                timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out + p.stderr.decode()
+    assert "the whole replay took longer than 1s; agent killed" in out
+
+
+def test_an_agent_that_keeps_its_output_open_after_the_session(tmp_path):
+    # the stand-in agent plays the whole session, but a child keeps stdout open afterwards
+    agent = ["sh", "-c", f'"{WIRE_REPLAY}" "{SAMPLE}" --serve; sleep 60']
+    p = run_cli([SAMPLE, "--frame-timeout", "1", "--", *agent], timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out + p.stderr.decode()
+    assert "the agent did not close its output within 1s after its input closed" in out
+
+
+def test_an_agent_that_prints_garbage():
+    p = run_cli([SAMPLE, "--frame-timeout", "1", "--", "sh", "-c",
+                 "echo 'hello, I am not JSON'; cat >/dev/null"], timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out
+    assert 'non-JSON frame "hello, I am not JSON"' in out

@@ -1,0 +1,99 @@
+"""`wire-replay SESSION --serve`: the recorded kimi stands in for the agent, and a real client
+(the project's scripted client, driven over pipes) is checked against the recorded client."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from recorder.scripted_client import Approval, HookAnswer, Prompt, run_client
+from replay_support import SAMPLES, WIRE_REPLAY, sample_names
+from sample_sessions.scenarios import SCENARIOS, check_scenario
+
+NAMES = sample_names()
+
+
+def serve(name: str, *extra: str) -> list[str]:
+    return [WIRE_REPLAY, str(SAMPLES / f"{name}.jsonl"), "--serve", *extra]
+
+
+def client(name: str, plan=None, *extra: str, timeout: float = 60):
+    sc = SCENARIOS[name]
+    return run_client(serve(name, *extra), plan or sc.plan, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_recorded_client_behaviour_passes(name):
+    r = client(name, None, "--frame-timeout", "10")
+    assert r.exit_code == 0, r.stderr.decode()
+    assert r.stderr == b""
+    # the client saw a faithful agent: the scenario's own checks hold against the stand-in
+    assert check_scenario(SCENARIOS[name], r) == []
+
+
+def _plan(name, **changes):
+    return dataclasses.replace(SCENARIOS[name].plan, **changes)
+
+
+@pytest.mark.parametrize("name,plan,needle", [
+    ("approve_shell", dict(approvals=[Approval.reject()]),
+     "answered ApprovalRequest Shell: Run command `echo hello` with 'reject', recorded 'approve'"),
+    ("approve_for_session", dict(approvals=[Approval.approve()]),
+     "with 'approve', recorded 'approve_for_session'"),
+    ("reject_shell", dict(approvals=[Approval.reject(), Approval.reject("something else")]),
+     "result.feedback: Please list the files with ls instead. → something else"),
+    ("hook", dict(hook_answers={"PreToolUse": HookAnswer("allow")}),
+     "answered HookRequest PreToolUse Shell with 'allow', recorded 'block'"),
+    ("question", dict(question_answers=[{"Which database should I use?": "DuckDB (Recommended)"}]),
+     "the client answered QuestionRequest"),
+    ("external_tool", dict(tool_results={"lookup_weather": {"is_error": True, "output": "",
+                                                            "message": "offline", "display": []}}),
+     "result.return_value.is_error: false → true"),
+    ("approve_shell", dict(prompts=[Prompt("Run echo hi")]),
+     'expected the client to send request prompt#p-1 {"user_input":"Run echo hello"}'),
+])
+def test_a_client_that_answers_differently_is_caught(name, plan, needle):
+    r = client(name, _plan(name, **plan), "--frame-timeout", "3")
+    err = r.stderr.decode()
+    assert r.exit_code == 1, err
+    assert needle in err, err
+    assert "DIVERGED" in err and "Traceback" not in err
+
+
+def test_a_client_that_never_answers_is_caught_without_hanging():
+    r = client("approve_shell", _plan("approve_shell", approvals=[Approval.pending()],
+                                      prompt_timeout=8), "--frame-timeout", "1")
+    err = r.stderr.decode()
+    assert r.exit_code == 1, err
+    assert "waited 1s for the client to answer ApprovalRequest Shell: Run command `echo hello`" in err
+
+
+def test_answering_a_request_the_recorded_client_left_pending_is_caught():
+    # cancel_turn: the recorded client never answered the approval, it cancelled the turn
+    r = client("cancel_turn", _plan("cancel_turn", approvals=[Approval.approve()]),
+               "--frame-timeout", "3")
+    err = r.stderr.decode()
+    assert r.exit_code == 1, err
+    assert "which the recorded client left unanswered" in err
+
+
+def test_an_extra_prompt_gets_an_error_and_is_reported():
+    plan = _plan("approve_shell", prompts=[Prompt("Run echo hello"), Prompt("And again")])
+    r = client("approve_shell", plan, "--frame-timeout", "3")
+    err = r.stderr.decode()
+    assert r.exit_code == 1, err
+    assert 'the client sent request prompt#p-2 {"user_input":"And again"}, which the recorded ' \
+           'client did not send' in err
+    p2 = r.response("p-2")
+    assert p2 is not None and p2["error"]["code"] == -32000  # refused, the client did not hang
+
+
+def test_serve_writes_a_junit_report(tmp_path):
+    report = tmp_path / "serve.xml"
+    r = client("approve_shell", _plan("approve_shell", approvals=[Approval.reject()]),
+               "--frame-timeout", "3", "--report", str(report))
+    assert r.exit_code == 1
+    xml = report.read_text()
+    assert "<failure" in xml
+    assert "recorded 'approve'" in xml or "recorded &apos;approve&apos;" in xml
