@@ -109,3 +109,21 @@ def test_unknown_message_types_are_stored_as_they_are_and_flagged(tmp_path):
     ]
     assert orjson.loads(rows[2][5]) == {"x": 1}
     assert res.stdout.count(b"\n") == 3  # relayed untouched
+
+
+def test_recorded_order_is_causal(recorded):
+    """A response is never recorded before the request it answers, in either direction (the
+    relay queues a chunk before it writes it on)."""
+    db, _ = recorded
+    rows = db_rows(db, "SELECT session_id, seq, direction, kind, rpc_id FROM frames "
+                       "WHERE kind IN ('request', 'response', 'error') ORDER BY session_id, seq")
+    asked: dict[tuple, int] = {}
+    checked = 0
+    for sid, seq, direction, kind, rpc_id in rows:
+        if kind == "request":
+            asked[(sid, direction, rpc_id)] = seq
+        elif rpc_id is not None:
+            other = "a2c" if direction == "c2a" else "c2a"
+            assert (sid, other, rpc_id) in asked, (sid, seq, direction, rpc_id)
+            checked += 1
+    assert checked > 30
