@@ -19,7 +19,7 @@ import orjson
 from recorder.errors import UserError
 from recorder.frames import COLUMNS, Frame
 from recorder.store import SESSION_COLUMNS
-from recorder.transcript import frame_line, session_header
+from recorder.transcript import write_session
 
 from .sources import Workspace, _sql_str
 
@@ -42,15 +42,7 @@ def _frames(ws: Workspace, sid: str) -> list[Frame]:
 
 
 def write_transcript(ws: Workspace, sid: str, out) -> int:
-    session = _session_row(ws, sid)
-    frames = _frames(ws, sid)
-    start = session.get("mono_start_ns")
-    if start is None:
-        start = frames[0].mono_ns if frames else 0
-    out.write(session_header(session) + b"\n")
-    for f in frames:
-        out.write(frame_line(f, start) + b"\n")
-    return len(frames)
+    return write_session(_session_row(ws, sid), _frames(ws, sid), out)
 
 
 def jsonl_record(f: Frame, mono_start_ns: int) -> dict:

@@ -71,7 +71,11 @@ def frame_line(f: Frame, mono_start_ns: int) -> bytes:
 
 def write_transcript(store: Store, session_id: str, out: IO[bytes]) -> int:
     session = store.session(session_id)
-    frames = store.frames(session["session_id"])
+    return write_session(session, store.frames(session["session_id"]), out)
+
+
+def write_session(session: dict, frames: list[Frame], out: IO[bytes]) -> int:
+    """A session row and its frames (in seq order) as a transcript; returns the frame count."""
     start = session.get("mono_start_ns")
     if start is None:
         start = frames[0].mono_ns if frames else 0
