@@ -76,6 +76,11 @@ def _id_text(value) -> str | None:
     return orjson.dumps(value).decode()
 
 
+# DuckDB stores MB-sized strings slowly (tens of MB/s) and with much memory; the raw bytes are
+# always kept, the parsed copy (payload) only for frames up to this size.
+PAYLOAD_MAX = 1 << 20
+
+
 def _dump(value) -> str | None:
     if value is None:
         return None
@@ -124,6 +129,13 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire") -> Extra
     if not isinstance(obj, dict):
         return Extracted("invalid", payload=_dump(obj), known=False,
                          parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
+    ex = _classify_obj(obj, direction, protocol)
+    if len(raw) > PAYLOAD_MAX:
+        ex.payload = None
+    return ex
+
+
+def _classify_obj(obj, direction: str, protocol: str | None) -> Extracted:
     method = obj.get("method")
     has_id = "id" in obj
     rpc_id = _id_text(obj.get("id"))

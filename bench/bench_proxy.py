@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""wire-proxy benchmark: every number is printed as a ratio to an anchor measured in the same run.
+
+    .venv/bin/python bench/bench_proxy.py [--quick] [--only throughput,latency,...] [--src DIR]
+
+Sections (see bench/README.md):
+  throughput  frames through `wire-proxy -- cat` vs `cat` vs `cat | tee FILE | cat`, output
+              byte-identical, DB holds every frame of both directions
+  latency     ping-pong round trips: proxy vs `cat` vs `cat | cat | cat` (one extra cat hop)
+  sustained   1 M small frames through the proxy until the recording is complete in DuckDB
+  memory      peak RSS (VmHWM) of the proxy and of its loader while relaying 1 GiB
+  startup     launch -> agent spawned, launch -> first round trip, vs the agent run directly
+
+Targets are printed as PASS/MISS; they are targets, not assertions (exit status is 0 unless
+the run itself failed or a recording lost frames, which exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import (ROOT, TempDir, WIRE_PROXY, check_recording, is_loader_alive,  # noqa: E402
+                     make_frame, median, pct, proxy_argv, run_stream, say, spool_leftovers,
+                     stop_loader, stream_for, write_all)
+
+MB = 1_000_000
+SECTIONS = ("throughput", "latency", "sustained", "memory", "startup")
+
+CONFIGS = {
+    "quick": {
+        "tp_frames": {200: 200_000, 2048: 40_000, 2 << 20: 50},
+        "tp_reps": 3,
+        "lat_sizes": (200, 2048),
+        "lat_round_trips": 6000,  # per variant and size, split over lat_rounds processes
+        "lat_rounds": 3,
+        "sus_frames": 300_000,
+        "mem_cases": ((2 << 20, 512),),  # 1 GiB
+        "mem_wait_s": 25,  # longer: the recording is reported unfinished, the loader stopped
+        "start_runs": 7,
+    },
+    "full": {
+        "tp_frames": {200: 400_000, 2048: 60_000, 2 << 20: 100},
+        "tp_reps": 3,
+        "lat_sizes": (200, 2048),
+        "lat_round_trips": 20000,
+        "lat_rounds": 5,
+        "sus_frames": 1_000_000,
+        "mem_cases": ((2 << 20, 512), (64 << 10, 16384)),
+        "mem_wait_s": 150,
+        "start_runs": 11,
+    },
+}
+
+TARGETS = {
+    "tp_min_frames_s_200": 250_000,
+    "tp_min_vs_tee": 0.5,
+    "lat_max_p50_vs_hop": 2.0,
+    "lat_max_p99_added_us": 200.0,
+    "sus_min_rows_s": 100_000,
+    "mem_max_mb": 200.0,
+    "spawn_max_ms": 100.0,
+}
+
+
+def size_name(size: int) -> str:
+    if size >= 1 << 20:
+        return f"{size >> 20} MiB"
+    if size >= 1 << 10:
+        return f"{size >> 10} KiB"
+    return f"{size} B"
+
+
+class Report:
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.data: dict = {}
+        self.loss: list[str] = []
+        self.errors: list[str] = []
+
+    def row(self, section, case, metric, value, unit="", anchor=None, ratio=None, target=None,
+            ok=None):
+        r = {"section": section, "case": case, "metric": metric, "value": value, "unit": unit,
+             "anchor": anchor, "ratio": ratio, "target": target, "pass": ok}
+        self.rows.append(r)
+        return r
+
+    def lost(self, what: str) -> None:
+        self.loss.append(what)
+        say("\n" + "!" * 78 + f"\n!!! RECORDING LOSS: {what}\n" + "!" * 78)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if abs(v) >= 1e6:
+            s = f"{v / 1e6:.2f}M"
+        elif abs(v) >= 1e4:
+            s = f"{v / 1e3:.0f}k"
+        elif abs(v) >= 100:
+            s = f"{v:.0f}"
+        elif abs(v) >= 10:
+            s = f"{v:.1f}"
+        else:
+            s = f"{v:.2f}"
+    else:
+        s = str(v)
+    return f"{s} {unit}".strip()
+
+
+def print_table(rep: Report) -> None:
+    head = ("section", "case", "metric", "value", "anchor", "ratio", "target", "")
+    lines = []
+    for r in rep.rows:
+        status = "" if r["pass"] is None else ("PASS" if r["pass"] else "MISS")
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        lines.append((r["section"], r["case"], r["metric"], fmt(r["value"], r["unit"]),
+                      r["anchor"] or "", ratio, r["target"] or "", status))
+    widths = [max(len(head[i]), *(len(l[i]) for l in lines)) if lines else len(head[i])
+              for i in range(len(head))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+           "  ".join("-" * w for w in widths)]
+    prev = None
+    for l in lines:
+        if prev is not None and l[0] != prev:
+            out.append("")
+        prev = l[0]
+        out.append("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
+    print("\n".join(out))
+
+
+# -- 1. throughput --------------------------------------------------------------------------------
+def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    data = rep.data.setdefault("throughput", {})
+    for size, n in cfg["tp_frames"].items():
+        stream = stream_for(size, n)
+        name = size_name(size)
+        say(f"[throughput] {name} frames x {stream.n_frames} ({stream.n_bytes / MB:.0f} MB), "
+            f"best of {cfg['tp_reps']}")
+        tee_file = tmp.file("tee.out")
+        variants = {
+            "cat": ["cat"],
+            "tee": ["sh", "-c", f"cat | tee {tee_file} | cat"],
+            "proxy": None,
+        }
+        runs: dict[str, list] = {k: [] for k in variants}
+        checks = []
+        for r in range(cfg["tp_reps"]):
+            order = list(variants)
+            order = order[r % len(order):] + order[:r % len(order)]
+            for v in order:
+                tmp.clear()
+                if v == "proxy":
+                    db = tmp.file("tp.db")
+                    argv = proxy_cmd(db, ["cat"])
+                    res = run_stream(argv, stream, stderr_path=tmp.file("stderr.txt"))
+                    chk = check_recording(db, stream, content=(r == 0))
+                    chk["spools_left"] = spool_leftovers(tmp.path)
+                    checks.append(chk)
+                    if chk["problems"] or chk["spools_left"]:
+                        rep.lost(f"throughput {name} run {r}: {chk['problems']} "
+                                 f"{chk['spools_left'] or ''} stderr: {res.stderr.strip()[:300]}")
+                else:
+                    res = run_stream(variants[v], stream)
+                if not res.identical or res.rc != 0:
+                    rep.errors.append(f"throughput {name} {v}: output identical={res.identical} "
+                                      f"rc={res.rc} bytes={res.out_bytes}/{stream.n_bytes}")
+                    say(f"  !! {rep.errors[-1]}")
+                runs[v].append(res)
+                say(f"  {v:6s} run {r}: relay {res.relay_s * 1e3:8.1f} ms  "
+                    f"{stream.n_frames / res.relay_s:12,.0f} frames/s  "
+                    f"{stream.n_bytes / res.relay_s / MB:7.1f} MB/s"
+                    + (f"  (exit {res.exit_s * 1e3:.0f} ms)" if v == "proxy" else ""))
+        best = {v: min(x.relay_s for x in rs) for v, rs in runs.items()}
+        fps = {v: stream.n_frames / s for v, s in best.items()}
+        mbs = {v: stream.n_bytes / s / MB for v, s in best.items()}
+        exit_best = min(x.exit_s for x in runs["proxy"])
+        data[name] = {"frames": stream.n_frames, "bytes": stream.n_bytes,
+                      "relay_s": {v: [x.relay_s for x in rs] for v, rs in runs.items()},
+                      "proxy_exit_s": [x.exit_s for x in runs["proxy"]],
+                      "identical": all(x.identical for rs in runs.values() for x in rs),
+                      "recording_checks": checks}
+        sec = "1 throughput"
+        for v in ("cat", "tee"):
+            rep.row(sec, name, f"{v} frames/s", fps[v], "", None)
+        vs_tee = fps["proxy"] / fps["tee"]
+        rep.row(sec, name, "proxy frames/s", fps["proxy"], "", "cat", fps["proxy"] / fps["cat"])
+        rep.row(sec, name, "proxy MB/s", mbs["proxy"], "", "tee", vs_tee,
+                f">= {TARGETS['tp_min_vs_tee']}x tee" if size != 200 else None,
+                vs_tee >= TARGETS["tp_min_vs_tee"] if size != 200 else None)
+        if size == 200:
+            rep.row(sec, name, "proxy frames/s (target)", fps["proxy"], "", "tee", vs_tee,
+                    f">= {TARGETS['tp_min_frames_s_200']:,} frames/s",
+                    fps["proxy"] >= TARGETS["tp_min_frames_s_200"])
+        rep.row(sec, name, "proxy time to recorded (exit)", exit_best, "s", None, None)
+        ok = data[name]["identical"] and not any(c["problems"] for c in checks)
+        rep.row(sec, name, "bytes identical + DB complete", "yes" if ok else "NO", "", None, None,
+                "zero loss", ok)
+
+
+# -- 2. latency -----------------------------------------------------------------------------------
+def pingpong(argv, frame: bytes, n: int, warm: int, stderr_path=None) -> list[int]:
+    errf = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                         bufsize=0)
+    if stderr_path:
+        errf.close()
+    wfd, rfd = p.stdin.fileno(), p.stdout.fileno()
+    L = len(frame)
+    out = []
+    now = time.perf_counter_ns
+    read = os.read
+    for i in range(warm + n):
+        t0 = now()
+        write_all(wfd, frame)
+        got = 0
+        while got < L:
+            d = read(rfd, 65536)
+            if not d:
+                raise RuntimeError(f"{argv[0]} closed its output")
+            got += len(d)
+        t1 = now()
+        if i >= warm:
+            out.append(t1 - t0)
+    p.stdin.close()
+    while read(rfd, 65536):
+        pass
+    p.wait()
+    p.stdout.close()
+    return out
+
+
+def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    data = rep.data.setdefault("latency", {})
+    rounds = cfg["lat_rounds"]
+    per_run = cfg["lat_round_trips"] // rounds
+    for size in cfg["lat_sizes"]:
+        frame = make_frame(size, 1)
+        name = size_name(size)
+        say(f"[latency] {name}: {per_run * rounds} round trips per variant")
+        samples = {"cat": [], "cat3": [], "proxy": []}
+        for r in range(rounds):
+            for v in samples:
+                tmp.clear()
+                if v == "cat":
+                    argv = ["cat"]
+                elif v == "cat3":
+                    argv = ["sh", "-c", "cat | cat | cat"]
+                else:
+                    argv = proxy_cmd(tmp.file("lat.db"), ["cat"])
+                samples[v] += pingpong(argv, frame, per_run, 200)
+        st = {}
+        for v, s in samples.items():
+            s.sort()
+            st[v] = {q: pct(s, x) / 1e3 for q, x in
+                     (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))}
+        hop50 = (st["cat3"]["p50"] - st["cat"]["p50"]) / 2
+        hop99 = (st["cat3"]["p99"] - st["cat"]["p99"]) / 2
+        add50 = st["proxy"]["p50"] - st["cat"]["p50"]
+        add99 = st["proxy"]["p99"] - st["cat"]["p99"]
+        data[name] = {"us": st, "one_hop_added_us": {"p50": hop50, "p99": hop99},
+                      "proxy_added_us": {"p50": add50, "p99": add99}, "n": len(samples["cat"])}
+        sec = "2 latency"
+        for v, label in (("cat", "cat"), ("cat3", "cat|cat|cat"), ("proxy", "proxy")):
+            q = st[v]
+            rep.row(sec, name, f"{label} p50/p99/p99.9/max",
+                    f"{q['p50']:.0f}/{q['p99']:.0f}/{q['p99.9']:.0f}/{q['max']:.0f}", "us")
+        rep.row(sec, name, "one extra cat hop adds p50/p99", f"{hop50:.1f}/{hop99:.1f}", "us")
+        ratio50 = add50 / hop50 if hop50 > 0 else float("inf")
+        rep.row(sec, name, "proxy adds p50", add50, "us", "1 cat hop", ratio50,
+                f"<= {TARGETS['lat_max_p50_vs_hop']:.0f}x hop", ratio50 <= TARGETS["lat_max_p50_vs_hop"])
+        rep.row(sec, name, "proxy adds p99", add99, "us", "1 cat hop",
+                add99 / hop99 if hop99 > 0 else None,
+                f"< {TARGETS['lat_max_p99_added_us']:.0f} us", add99 < TARGETS["lat_max_p99_added_us"])
+        say(f"  cat {st['cat']}\n  cat3 {st['cat3']}\n  proxy {st['proxy']}")
+
+
+# -- 3. sustained recording -------------------------------------------------------------------------
+def bench_sustained(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    stream = stream_for(200, cfg["sus_frames"])
+    say(f"[sustained] {stream.n_frames} x 200 B frames through the proxy (both directions "
+        "recorded) until the proxy exits")
+    tmp.clear()
+    db = tmp.file("sus.db")
+    res = run_stream(proxy_cmd(db, ["cat"]), stream, keep_output=False,
+                     stderr_path=tmp.file("stderr.txt"))
+    chk = check_recording(db, stream, content=False)
+    chk["spools_left"] = spool_leftovers(tmp.path)
+    rows = chk["rows"]
+    frames = (chk["c2a"] or 0) + (chk["a2c"] or 0)
+    rate = frames / res.exit_s
+    lost = bool(chk["problems"] or chk["spools_left"] or not res.identical)
+    if lost:
+        rep.lost(f"sustained: {chk['problems']} {chk['spools_left'] or ''} identical="
+                 f"{res.identical} stderr: {res.stderr.strip()[:300]}")
+    rep.data["sustained"] = {"frames_sent": stream.n_frames + 1, "rows": rows,
+                             "relay_s": res.relay_s, "exit_s": res.exit_s, "check": chk,
+                             "db_bytes": os.path.getsize(db) if os.path.exists(db) else None}
+    say(f"  relay {res.relay_s:.2f} s, recorded {frames} frames at exit after {res.exit_s:.2f} s")
+    sec = "3 sustained"
+    case = f"{stream.n_frames // 1000}k x 200 B"
+    rep.row(sec, case, "relay frames/s (one way)", stream.n_frames / res.relay_s)
+    rep.row(sec, case, "time to recorded", res.exit_s, "s")
+    rep.row(sec, case, "recorded frames/s (c2a+a2c)", rate, "", None, None,
+            f">= {TARGETS['sus_min_rows_s']:,}/s", rate >= TARGETS["sus_min_rows_s"])
+    rep.row(sec, case, "zero loss", "yes" if not lost else "NO", "", None, None, "zero loss",
+            not lost)
+
+
+# -- 4. memory ---------------------------------------------------------------------------------------
+def bench_memory(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    data = rep.data.setdefault("memory", {})
+    for size, n in cfg["mem_cases"]:
+        stream = stream_for(size, n)
+        name = f"{stream.n_bytes / (1 << 30):.0f} GiB of {size_name(size)}"
+        say(f"[memory] {name}")
+        tmp.clear()
+        db = tmp.file("mem.db")
+        wait = cfg["mem_wait_s"]
+        res = run_stream(proxy_cmd(db, ["cat"], wait=wait), stream, keep_output=False,
+                         poll_rss=True, stderr_path=tmp.file("stderr.txt"))
+        pk = res.peak
+        unfinished = is_loader_alive(pk.get("loader_pid"))
+        if unfinished:
+            # The proxy gave up waiting (--wait): the loader is still saving. Not a loss, but
+            # not verifiable either; stop it (our own grandchild, by pid).
+            stop_loader(pk["loader_pid"])
+            chk = {"problems": [f"recording unfinished {wait} s after the relay ended"]}
+            lost = False
+            say(f"  !! recording still running {wait} s after the relay; loader stopped")
+        else:
+            chk = check_recording(db, stream, content=False)
+            lost = bool(chk["problems"] or not res.identical)
+        if lost:
+            rep.lost(f"memory {name}: {chk['problems']} identical={res.identical} "
+                     f"stderr: {res.stderr.strip()[:300]}")
+        data[name] = {"peak_kb": pk, "relay_s": res.relay_s, "exit_s": res.exit_s, "check": chk,
+                      "unfinished": unfinished, "stderr": res.stderr[-2000:]}
+        say(f"  relay {res.relay_s:.2f} s ({stream.n_bytes / res.relay_s / MB:.0f} MB/s), "
+            f"exit {res.exit_s:.2f} s, peaks {pk}")
+        sec = "4 memory"
+        prox = pk["proxy_hwm_kb"] / 1024
+        load = pk["loader_hwm_kb"] / 1024
+        lim = TARGETS["mem_max_mb"]
+        rep.row(sec, name, "proxy peak RSS (VmHWM)", prox, "MiB", None, None, f"< {lim:.0f} MB",
+                prox < lim)
+        rep.row(sec, name, "loader peak RSS (VmHWM)", load, "MiB", None, None, f"< {lim:.0f} MB",
+                load < lim)
+        rep.row(sec, name, "relay MB/s / time to recorded",
+                f"{stream.n_bytes / res.relay_s / MB:.0f} / "
+                + (f"> {res.exit_s:.0f} s (unfinished)" if unfinished else f"{res.exit_s:.1f} s"))
+        rep.row(sec, name, "bytes identical + DB complete",
+                "unfinished" if unfinished else ("yes" if not lost else "NO"), "",
+                None, None, "zero loss", not lost and not unfinished)
+
+
+# -- 5. start-up ---------------------------------------------------------------------------------------
+def startup_once(argv, frame: bytes, stderr_path=None) -> dict:
+    """Launch argv (agent: `sh -c 'date +%s%N; exec cat'`), send one frame at once, and time
+    launch -> agent's first instruction (its clock) and launch -> echo of the frame."""
+    errf = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+    t_launch = time.time_ns()
+    c0 = time.perf_counter_ns()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                         bufsize=0)
+    if stderr_path:
+        errf.close()
+    write_all(p.stdin.fileno(), frame)
+    buf = b""
+    t_echo = None
+    while True:
+        d = os.read(p.stdout.fileno(), 65536)
+        if not d:
+            break
+        buf += d
+        nl = buf.find(b"\n")
+        if nl >= 0 and len(buf) - nl - 1 >= len(frame):
+            t_echo = time.perf_counter_ns()
+            break
+    t_spawn_ns = int(buf[:buf.find(b"\n")])
+    p.stdin.close()
+    c1 = time.perf_counter_ns()
+    while os.read(p.stdout.fileno(), 65536):
+        pass
+    p.wait()
+    c2 = time.perf_counter_ns()
+    p.stdout.close()
+    return {"spawn_ms": (t_spawn_ns - t_launch) / 1e6,
+            "first_rt_ms": (t_echo - c0) / 1e6 if t_echo else float("nan"),
+            "exit_after_eof_ms": (c2 - c1) / 1e6}
+
+
+def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    agent = ["sh", "-c", "date +%s%N; exec cat"]
+    frame = make_frame(200, 1)
+    say(f"[startup] {cfg['start_runs']} launches each, agent {agent}")
+    res = {"direct": [], "proxy": []}
+    for r in range(cfg["start_runs"]):
+        for v in (("direct", "proxy") if r % 2 == 0 else ("proxy", "direct")):
+            tmp.clear()
+            argv = agent if v == "direct" else proxy_cmd(tmp.file("st.db"), agent)
+            res[v].append(startup_once(argv, frame))
+    med = {v: {k: median([x[k] for x in rs]) for k in rs[0]} for v, rs in res.items()}
+    rep.data["startup"] = {"runs": res, "median": med}
+    say(f"  median {med}")
+    sec = "5 startup"
+    d, p = med["direct"], med["proxy"]
+    rep.row(sec, "launch->spawned", "direct (agent's own start)", d["spawn_ms"], "ms")
+    rep.row(sec, "launch->spawned", "proxy", p["spawn_ms"], "ms", "direct",
+            p["spawn_ms"] / d["spawn_ms"], f"< {TARGETS['spawn_max_ms']:.0f} ms",
+            p["spawn_ms"] < TARGETS["spawn_max_ms"])
+    rep.row(sec, "launch->first RT", "direct", d["first_rt_ms"], "ms")
+    rep.row(sec, "launch->first RT", "proxy", p["first_rt_ms"], "ms", "direct",
+            p["first_rt_ms"] / d["first_rt_ms"])
+    rep.row(sec, "stdin EOF->exit", "direct", d["exit_after_eof_ms"], "ms")
+    rep.row(sec, "stdin EOF->exit", "proxy (waits for its loader)", p["exit_after_eof_ms"], "ms")
+
+
+# -- main ------------------------------------------------------------------------------------------
+def git_rev() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "recorder"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except OSError:
+        return "?"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (~2 min)")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated subset of {','.join(SECTIONS)}")
+    ap.add_argument("--src", help="benchmark the recorder package found in DIR (a scratch "
+                    "copy of the repo) instead of the installed wire-proxy")
+    ap.add_argument("--label", default="", help="a label stored in the JSON result")
+    ap.add_argument("--no-json", action="store_true")
+    args = ap.parse_args()
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    for s in only:
+        if s not in SECTIONS:
+            ap.error(f"unknown section {s!r}")
+    mode = "quick" if args.quick else "full"
+    cfg = CONFIGS[mode]
+
+    if args.src:
+        src = os.path.abspath(args.src)
+        os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
+        prefix = [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
+                  "from recorder.proxy_cli import main; sys.exit(main())"]
+    else:
+        if not os.path.exists(WIRE_PROXY):
+            say(f"{WIRE_PROXY} not found: install the package into .venv first")
+            return 1
+        prefix = [WIRE_PROXY]
+
+    def proxy_cmd(db, agent, wait=900):
+        return prefix + proxy_argv(db, agent, wait=wait)[1:]
+
+    rep = Report()
+    tmp = TempDir()
+    # Run from the temp dir: `python -m` puts the cwd first on sys.path, so from the repo root the
+    # proxy's loader would import ./recorder whatever --src says.
+    os.chdir(tmp.path)
+    os.environ["WIRE_RECORDER_HOME"] = tmp.file("home")  # never touch the user's data folder
+    started = time.time()
+    try:
+        for s in SECTIONS:
+            if s in only:
+                t = time.perf_counter()
+                globals()[f"bench_{s}"](cfg, rep, tmp, proxy_cmd)
+                say(f"  ({s}: {time.perf_counter() - t:.1f} s)")
+    finally:
+        tmp.cleanup()
+    elapsed = time.time() - started
+
+    print()
+    print(f"wire-proxy benchmark ({mode}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
+          f"{elapsed:.0f} s, src {args.src or 'installed'} @ {git_rev()})")
+    print_table(rep)
+    misses = [f"{r['section']} {r['case']} {r['metric']}" for r in rep.rows if r["pass"] is False]
+    print()
+    print(f"targets: {sum(1 for r in rep.rows if r['pass'])} pass, {len(misses)} missed"
+          + (": " + "; ".join(misses) if misses else ""))
+    if rep.loss:
+        print("\n!!! RECORDING LOSS !!!\n" + "\n".join("  " + x for x in rep.loss))
+    if rep.errors:
+        print("\nERRORS:\n" + "\n".join("  " + x for x in rep.errors))
+
+    if not args.no_json:
+        out_dir = os.path.join(ROOT, "bench", "results")
+        os.makedirs(out_dir, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        path = os.path.join(out_dir, f"bench_proxy-{stamp}-{mode}.json")
+        try:
+            import duckdb
+            duck = duckdb.__version__
+        except ImportError:
+            duck = None
+        with open(path, "w") as f:
+            json.dump({"mode": mode, "label": args.label, "src": args.src, "git": git_rev(),
+                       "started": started, "elapsed_s": elapsed, "cpus": os.cpu_count(),
+                       "loadavg": os.getloadavg(), "python": platform.python_version(),
+                       "duckdb": duck, "targets": TARGETS, "config": {k: str(v) for k, v in
+                                                                      cfg.items()},
+                       "rows": rep.rows, "data": rep.data, "loss": rep.loss,
+                       "errors": rep.errors}, f, indent=1, default=str)
+        print(f"\nresults: {os.path.relpath(path, ROOT)}")
+    return 2 if rep.loss or rep.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
