@@ -20,6 +20,8 @@ def recover(path: str) -> list[dict]:
         spools = [path]
     else:
         spools = orphan_spools(path)
+        if not spools and not os.path.exists(path):
+            raise UserError(f"{path}: no such recording", "give a .db or a .spool path")
     out = []
     for spool in spools:
         try:

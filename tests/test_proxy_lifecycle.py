@@ -134,6 +134,8 @@ def test_env_var_chooses_the_db(tmp_path):
     (["--", "/no/such/agent-binary"], "cannot start '/no/such/agent-binary'", 127),
     (["--db", "/", "--", "cat"], "is a directory", 2),
     (["--db", "/etc/passwd", "--", "cat"], "is not a DuckDB file", 2),
+    (["recover", "/no/such/x.db"], "no such recording", 2),
+    (["recover"], "recover needs a .db or .spool path", 2),
 ])
 def test_bad_input_gives_one_clear_line(args, needle, code):
     res = run_proxy(args, timeout=30)
