@@ -109,17 +109,29 @@ class Timeline:
         label = "[magenta]thinking[/]" if kind == "think" else "[white]text[/]"
         return [f"{' ' * 11}      {label} {escape(short(text, self.width))}"]
 
+    def _flush_call(self) -> list[str]:
+        """A tool call's line waits for its streamed ToolCallParts, so it shows whole arguments."""
+        call, self._pending_call = getattr(self, "_pending_call", None), None
+        if call is None:
+            return []
+        head, args = call
+        return [head + escape(short("".join(args), self.width // 2))]
+
     def flush(self) -> list[str]:
-        return self._flush_text()
+        return self._flush_call() + self._flush_text()
 
     def feed(self, f: Frame) -> list[str]:
-        out: list[str] = []
         msg = None
         if f.payload is not None:
             try:
                 msg = orjson.loads(f.payload)
             except orjson.JSONDecodeError:
                 msg = None
+        if f.msg_type == "ToolCallPart" and getattr(self, "_pending_call", None):
+            part = msg.get("arguments_part") if isinstance(msg, dict) else None
+            self._pending_call[1].append(part or "")
+            return []
+        out: list[str] = self._flush_call()
         t = self._t(f)
         if f.msg_type == "ContentPart" and isinstance(msg, dict):
             kind = msg.get("type")
@@ -266,8 +278,10 @@ class Timeline:
             self._calls[(scope, p.get("id"))] = (fn.get("name"), f.mono_ns)
             if not scope:
                 self.totals.tool_calls += 1
-            return [f"{t}      {indent}[cyan]tool {escape(str(fn.get('name')))}[/] "
-                    f"[dim]{escape(str(p.get('id')))}[/] {escape(short(fn.get('arguments'), self.width // 2))}"]
+            self._pending_call = (f"{t}      {indent}[cyan]tool {escape(str(fn.get('name')))}[/] "
+                                  f"[dim]{escape(str(p.get('id')))}[/] ",
+                                  [fn.get("arguments") or ""])
+            return []
         if mt == "ToolResult":
             call = self._calls.pop((scope, p.get("tool_call_id")), None)
             rv = p.get("return_value") or {}

@@ -29,7 +29,7 @@ def run_app(app, prog: str, argv: list[str] | None = None) -> None:
     except UserError as e:
         sys.stderr.write(f"{prog}: {e.one_line()}\n")
         sys.exit(e.exit_code)
-    except (exc.Abort, KeyboardInterrupt):
+    except (getattr(exc, "Abort", KeyboardInterrupt), KeyboardInterrupt):
         sys.stderr.write(f"{prog}: interrupted\n")
         sys.exit(130)
     sys.exit(rv if isinstance(rv, int) else 0)
