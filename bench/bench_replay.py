@@ -159,6 +159,7 @@ def agent_alone(argv, conv) -> float:
     """A minimal client: no parsing beyond finding request ids, answers by position."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    conv_req_id = live_req_id = ""  # set by each request before its answer is sent
     i = 0
     while i < len(conv):
         d, line = conv[i]

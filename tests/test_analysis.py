@@ -104,8 +104,8 @@ def test_scenario_specific_facts(recorded):
         assert agent["subagent_tool_calls"] == 1 and agent["subagent_events"] >= 8
         sub_tokens = one("SELECT sum(total) AS t FROM token_usage WHERE parent_tool_call_id = 'call-a'")[0]["t"]
         assert agent["subagent_tokens"] == sub_tokens > 0
-        sub_turns = one(f"SELECT * FROM turns WHERE session_id IN (SELECT session_id FROM tool_calls "
-                        f"WHERE tool_name = 'Agent') ORDER BY turn")
+        sub_turns = one("SELECT * FROM turns WHERE session_id IN (SELECT session_id FROM tool_calls "
+                        "WHERE tool_name = 'Agent') ORDER BY turn")
         assert [t["status"] for t in sub_turns] == ["finished", "finished", "error"]
         assert sub_turns[0]["subagent_tokens"] == sub_tokens and sub_turns[1]["retries"] == 1
         assert sub_turns[2]["error_code"] == -32003

@@ -6,11 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from proxy_support import WIRE_PROXY, db_rows, run_proxy, wait_until
+from proxy_support import WIRE_PROXY, db_rows, run_proxy
 
 
 def lifecycle(db: str) -> list[tuple]:
