@@ -16,7 +16,7 @@ from . import wire_names
 DIRECTIONS = ("c2a", "a2c", "stderr", "proxy")
 
 COLUMNS = ("session_id", "seq", "ts", "mono_ns", "direction", "raw", "newline", "byte_len",
-           "kind", "method", "rpc_id", "msg_type", "payload", "parse_error", "known")
+           "kind", "method", "rpc_id", "msg_type", "payload", "parse_error", "known", "blob_offset")
 
 
 @dataclass(slots=True)
@@ -36,11 +36,13 @@ class Frame:
     payload: str | None  # JSON text
     parse_error: str | None
     known: bool | None
+    # Set when raw lives in the sidecar file (raw is NULL in the DB); readers resolve it.
+    blob_offset: int | None = None
 
     def row(self) -> tuple:
         return (self.session_id, self.seq, self.ts, self.mono_ns, self.direction, self.raw,
                 self.newline, self.byte_len, self.kind, self.method, self.rpc_id,
-                self.msg_type, self.payload, self.parse_error, self.known)
+                self.msg_type, self.payload, self.parse_error, self.known, self.blob_offset)
 
     def message(self):
         """The parsed JSON message, or None for frames that are not JSON."""

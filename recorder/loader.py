@@ -116,7 +116,7 @@ class Ingest:
             self._ts = wall_ts(wall)
         self.rows.append((self.sid, self.seq, self._ts, mono, direction, raw, newline,
                           len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
-                          ex.parse_error, ex.known))
+                          ex.parse_error, ex.known, None))
         self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:

@@ -4,6 +4,11 @@ Every other part (replay, analysis) reads recordings through `open_store`. Old f
 loading: `MIGRATIONS` brings any older schema up to `SCHEMA_VERSION` when a file is opened for
 writing; reading an old file read-only works as long as its columns are a superset of what the
 reader selects (new columns are only ever added).
+
+Frames over `INLINE_MAX` keep their bytes in a sidecar file, `<db>.blobs`, not in DuckDB: DuckDB 2.0
+stores MB-sized BLOBs at tens of MB/s and with GBs of memory. The row keeps everything else, with
+raw NULL and `blob_offset` pointing into the sidecar; `Store.frames` and `resolve_blobs` put the
+bytes back.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from .errors import NotARecording, SchemaTooNew, SessionNotFound, UserError
 from .frames import COLUMNS, Frame
 from .paths import DUCKDB_MAGIC
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+INLINE_MAX = 256 * 1024
 
 META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
 
@@ -77,10 +84,53 @@ def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(FRAMES_DDL)
 
 
+def _add_blob_offset(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("ALTER TABLE frames ADD COLUMN blob_offset BIGINT")
+
+
 # (version it produces, step). A new schema adds a step here; steps only ever add.
+# Fresh files run every step too, so the upgrade path is exercised on each new recording.
 MIGRATIONS: list[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]] = [
     (1, _create_v1),
+    (2, _add_blob_offset),
 ]
+
+
+def blobs_path(db_path: str) -> str:
+    return os.fspath(db_path) + ".blobs"
+
+
+def frame_select(version: int) -> str:
+    """The select list for COLUMNS from a file of this schema version."""
+    if version >= 2:
+        return ", ".join(COLUMNS)
+    return ", ".join(c for c in COLUMNS if c != "blob_offset") + ", NULL::BIGINT AS blob_offset"
+
+
+def resolve_blobs(frames: list[Frame], db_path: str) -> list[Frame]:
+    """Fill in raw for frames whose bytes are in the sidecar of db_path (in place)."""
+    need = [f for f in frames if f.raw is None and f.blob_offset is not None]
+    if not need:
+        return frames
+    path = blobs_path(db_path)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise NotARecording(f"cannot read {path}: {e.strerror}; {len(need)} large frames of "
+                            f"{db_path} keep their bytes there",
+                            "keep NAME.db.blobs next to NAME.db") from None
+    try:
+        for f in need:
+            data = os.pread(fd, f.byte_len, f.blob_offset)
+            if len(data) != f.byte_len:
+                raise NotARecording(f"{path} is cut short: frame {f.seq} of session "
+                                    f"{f.session_id} needs bytes {f.blob_offset}.."
+                                    f"{f.blob_offset + f.byte_len}, the file has "
+                                    f"{os.fstat(fd).st_size}")
+            f.raw = data
+    finally:
+        os.close(fd)
+    return frames
 
 
 class DBLocked(UserError):
@@ -145,10 +195,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
 
 
 class Store:
-    def __init__(self, path: str, con: duckdb.DuckDBPyConnection, read_only: bool):
+    def __init__(self, path: str, con: duckdb.DuckDBPyConnection, read_only: bool,
+                 version: int = SCHEMA_VERSION):
         self.path = path
         self.con = con
         self.read_only = read_only
+        self.version = version  # below SCHEMA_VERSION only for old files opened read-only
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:
@@ -177,20 +229,47 @@ class Store:
         return hits[0]
 
     def frames(self, session_id: str, directions: tuple[str, ...] | None = None) -> list[Frame]:
-        sql = f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ?"
+        sql = f"SELECT {frame_select(self.version)} FROM frames WHERE session_id = ?"
         params: list = [session_id]
         if directions:
             sql += f" AND direction IN ({', '.join('?' * len(directions))})"
             params += list(directions)
         rows = self.con.execute(sql + " ORDER BY seq", params).fetchall()
-        return [Frame(*r) for r in rows]
+        return resolve_blobs([Frame(*r) for r in rows], self.path)
 
     # -- writing --------------------------------------------------------------------------------
     def insert_frames(self, rows: list[tuple]) -> None:
+        """Append rows (tuples in COLUMNS order); large raw values go to the sidecar."""
         if rows:
+            rows = self._spill_large(rows)
             ap = self.con.appender("frames", columns=list(COLUMNS))
             ap.append_rows(rows)
             ap.flush()
+
+    def _spill_large(self, rows: list[tuple]) -> list[tuple]:
+        raw_i, off_i = COLUMNS.index("raw"), COLUMNS.index("blob_offset")
+        big = [i for i, r in enumerate(rows) if r[raw_i] is not None and len(r[raw_i]) > INLINE_MAX]
+        if not big:
+            return rows
+        rows = list(rows)
+        # Only this DB's writer appends (DuckDB's lock makes it the only one). The bytes are on
+        # disk before the rows pointing at them commit; a crash in between leaves unreferenced
+        # bytes, never a dangling offset.
+        fd = os.open(blobs_path(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            offset = os.fstat(fd).st_size
+            for i in big:
+                r = rows[i]
+                raw = r[raw_i]
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(fd, view):]
+                rows[i] = r[:raw_i] + (None,) + r[raw_i + 1:off_i] + (offset,) + r[off_i + 1:]
+                offset += len(raw)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return rows
 
     def max_seq(self, session_id: str) -> int:
         row = self.con.execute("SELECT max(seq) FROM frames WHERE session_id = ?",
@@ -242,12 +321,12 @@ def open_store(path: str, read_only: bool = False) -> Store:
         try:
             if os.path.getsize(path) and schema_version(con) is None and _has_tables(con):
                 raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
-            migrate(con)
+            version = migrate(con)
             install_views(con)
         except BaseException:
             con.close()
             raise
-        return Store(path, con, False)
+        return Store(path, con, False, version)
     con = _connect(path, read_only=True)
     version = schema_version(con)
     if version is None:
@@ -257,7 +336,7 @@ def open_store(path: str, read_only: bool = False) -> Store:
         con.close()
         raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {version}; this "
                            f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
-    return Store(path, con, True)
+    return Store(path, con, True, version)
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
