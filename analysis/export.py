@@ -18,7 +18,7 @@ import orjson
 
 from recorder.errors import UserError
 from recorder.frames import COLUMNS, Frame
-from recorder.store import SESSION_COLUMNS
+from recorder.store import SESSION_COLUMNS, resolve_blobs
 from recorder.transcript import write_session
 
 from .sources import Workspace, _sql_str
@@ -38,7 +38,38 @@ def _session_row(ws: Workspace, sid: str) -> dict:
 def _frames(ws: Workspace, sid: str) -> list[Frame]:
     rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
                           "ORDER BY seq", [sid]).fetchall()
-    return [Frame(*r) for r in rows]
+    frames = [Frame(*r) for r in rows]
+    if any(f.raw is None and f.blob_offset is not None for f in frames):
+        resolve_blobs(frames, _source_file(ws, sid))
+    return frames
+
+
+def _source_file(ws: Workspace, sid: str) -> str:
+    return ws.con.execute("SELECT source_file FROM sessions WHERE session_id = ?",
+                          [sid]).fetchone()[0]
+
+
+def _has_blobs(ws: Workspace, sid: str) -> bool:
+    return ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ? AND "
+                          "blob_offset IS NOT NULL", [sid]).fetchone()[0] > 0
+
+
+def _copy_frames_with_blobs(ws: Workspace, sid: str, fpath: str) -> None:
+    """Parquet files carry the bytes themselves (no sidecar next to them): the sidecar bytes go
+    through a temporary table, which is slow for big sessions but keeps exports self-contained."""
+    frames = _frames(ws, sid)
+    for f in frames:
+        f.blob_offset = None
+    ws.con.execute("CREATE OR REPLACE TEMP TABLE wr_export_frames AS "
+                   "SELECT * FROM frames WHERE false")
+    try:
+        ap = ws.con.appender("wr_export_frames", columns=list(COLUMNS))
+        ap.append_rows([f.row() for f in frames])
+        ap.flush()
+        ws.con.execute(f"COPY (SELECT {', '.join(COLUMNS)} FROM wr_export_frames ORDER BY seq) "
+                       f"TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
+    finally:
+        ws.con.execute("DROP TABLE IF EXISTS wr_export_frames")
 
 
 def write_transcript(ws: Workspace, sid: str, out) -> int:
@@ -93,10 +124,15 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
         spath = os.path.join(sdir, safe + ".parquet")
         q = _sql_str(sid)
         try:
-            ws.con.execute(f"COPY (SELECT {cols} FROM frames WHERE session_id = {q} ORDER BY seq) "
-                           f"TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
+            if _has_blobs(ws, sid):
+                _copy_frames_with_blobs(ws, sid, fpath)
+            else:
+                ws.con.execute(f"COPY (SELECT {cols} FROM frames WHERE session_id = {q} ORDER BY "
+                               f"seq) TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
             ws.con.execute(f"COPY (SELECT {scols} FROM sessions WHERE session_id = {q}) "
                            f"TO {_sql_str(spath)} (FORMAT parquet)")
+        except UserError:
+            raise
         except Exception as e:  # disk full, permissions: one line
             raise ExportError(f"cannot write {fpath}: {str(e).splitlines()[0]}") from None
         written.append(fpath)

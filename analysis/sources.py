@@ -20,7 +20,8 @@ import duckdb
 
 from recorder.errors import NotARecording, SchemaTooNew, UserError
 from recorder.frames import COLUMNS
-from recorder.store import FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, is_duckdb_file
+from recorder.store import (FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
+                            is_duckdb_file)
 
 from .views import install_views
 
@@ -117,8 +118,9 @@ def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> None:
-    """ATTACH one recording read-only, with the checks that make bad input one clear line."""
+def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
+    """ATTACH one recording read-only, with the checks that make bad input one clear line.
+    Returns its schema version."""
     if not os.access(path, os.R_OK):
         raise NotARecording(f"{path} is not readable", "check its permissions")
     if os.path.getsize(path) == 0 or not is_duckdb_file(path):
@@ -144,11 +146,13 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> None:
     if int(row[0]) > SCHEMA_VERSION:
         raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {row[0]}; this "
                            f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
+    return int(row[0])
 
 
 def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(FRAMES_DDL.replace("frames", "mem_frames", 1).replace("IF NOT EXISTS ", ""))
     con.execute(SESSIONS_DDL.replace("sessions", "mem_sessions", 1).replace("IF NOT EXISTS ", ""))
+    con.execute("ALTER TABLE mem_frames ADD COLUMN blob_offset BIGINT")
     con.execute("ALTER TABLE mem_sessions ADD COLUMN source_file VARCHAR")
 
 
@@ -188,7 +192,11 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             if os.path.isdir(path):
                 fglob = _sql_str(os.path.join(path, "frames", "**", "*.parquet"))
                 sglob = _sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
-                frame_parts.append(f"SELECT {cols} FROM read_parquet({fglob}, hive_partitioning = false, union_by_name = true)")
+                src = f"read_parquet({fglob}, hive_partitioning = false, union_by_name = true)"
+                # exports made before schema 2 have no blob_offset column
+                have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+                frame_parts.append(f"SELECT {frame_select(2 if 'blob_offset' in have else 1)} "
+                                   f"FROM {src}")
                 session_parts.append(
                     f"SELECT {scols}, {_sql_str(path)} AS source_file FROM read_parquet({sglob}, hive_partitioning = false, union_by_name = true)")
                 continue
@@ -199,8 +207,8 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
                 load_jsonl_into(con, path)
                 continue
             alias = f"rec{i}"
-            attach_db(con, path, alias)
-            frame_parts.append(f"SELECT {cols} FROM {alias}.frames")
+            version = attach_db(con, path, alias)
+            frame_parts.append(f"SELECT {frame_select(version)} FROM {alias}.frames")
             session_parts.append(f"SELECT {scols}, {_sql_str(path)} AS source_file FROM {alias}.sessions")
         if have_memory:
             frame_parts.append(f"SELECT {cols} FROM mem_frames")
