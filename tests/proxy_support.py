@@ -53,9 +53,11 @@ def db_rows(db: str, sql: str, params=()):
 
 def stream_of(db: str, direction: str) -> bytes:
     """The byte stream of one direction, rebuilt from the recorded frames."""
-    rows = db_rows(db, "SELECT raw, newline FROM frames WHERE direction = ? ORDER BY seq",
-                   [direction])
-    return b"".join(bytes(r) + (b"\n" if nl else b"") for r, nl in rows)
+    from recorder.store import open_store
+
+    with open_store(db, read_only=True) as store:
+        frames = [f for s in store.sessions() for f in store.frames(s["session_id"], (direction,))]
+    return b"".join(bytes(f.raw) + (b"\n" if f.newline else b"") for f in frames)
 
 
 def split_frames(stream: bytes) -> list[tuple[bytes, bool]]:
