@@ -17,7 +17,7 @@ from typing import Callable
 import orjson
 
 from recorder.errors import UserError
-from recorder.frames import COLUMNS, Frame
+from recorder.frames import COLUMNS, PAYLOAD_MAX, Frame
 from recorder.store import SESSION_COLUMNS, resolve_blobs
 from recorder.transcript import write_session
 
@@ -86,7 +86,9 @@ def jsonl_record(f: Frame, mono_start_ns: int) -> dict:
         rec["payload"] = orjson.loads(f.payload)
     if f.parse_error:
         rec["parse_error"] = f.parse_error
-    if f.kind in ("invalid", "stderr"):
+    # frames over PAYLOAD_MAX have no payload: their bytes are the only copy of the content
+    if f.kind in ("invalid", "stderr") or (f.payload is None and f.byte_len is not None
+                                           and f.byte_len > PAYLOAD_MAX):
         try:
             rec["text"] = bytes(f.raw).decode("utf-8")
         except UnicodeDecodeError:
