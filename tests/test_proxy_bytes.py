@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from recorder.loader import Ingest
 from recorder.relay import Pump
 from recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+from recorder.store import open_store
 
 from proxy_support import echo_agent_cmd, run_proxy, split_frames, stream_of, db_rows
 
@@ -127,3 +128,10 @@ def test_fifty_megabyte_line_passes_untouched(tmp_path):
     assert rows == [(5, True, "invalid", None), (len(big), True, "notification", "ContentPart"),
                     (1001, True, "invalid", None), (len(big), False, "notification", "ContentPart")], \
         res.stderr
+    # the 50 MB frames live in the sidecar, not in DuckDB, and read back exactly
+    assert db_rows(db, "SELECT raw IS NULL, blob_offset IS NOT NULL FROM frames "
+                       "WHERE byte_len = ? ORDER BY seq", [len(big)]) == [(True, True)] * 4
+    assert os.path.getsize(db + ".blobs") == 4 * len(big)
+    with open_store(db, read_only=True) as store:
+        frames = store.frames(store.session()["session_id"], ("a2c",))
+    assert [f.raw for f in frames] == [b"small", big, big[:1000] + b"\r", big]
