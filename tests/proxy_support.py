@@ -53,10 +53,13 @@ def db_rows(db: str, sql: str, params=()):
 
 def stream_of(db: str, direction: str) -> bytes:
     """The byte stream of one direction, rebuilt from the recorded frames."""
-    from recorder.store import open_store
+    from recorder.frames import COLUMNS, Frame
+    from recorder.store import resolve_blobs
 
-    with open_store(db, read_only=True) as store:
-        frames = [f for s in store.sessions() for f in store.frames(s["session_id"], (direction,))]
+    # plain duckdb (not open_store), so callers polling a live file see duckdb's lock errors
+    rows = db_rows(db, f"SELECT {', '.join(COLUMNS)} FROM frames WHERE direction = ? ORDER BY seq",
+                   [direction])
+    frames = resolve_blobs([Frame(*r) for r in rows], db)
     return b"".join(bytes(f.raw) + (b"\n" if f.newline else b"") for f in frames)
 
 
