@@ -313,7 +313,8 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     sibling = f"{root}.{session_id}{ext or '.db'}"
     _say(f"{problem}; recording this session into {sibling} instead")
     handle = DB(sibling)
-    handle.wait(LOCKED_AT_START_S) or open_store(sibling)  # raises a clear error if unusable
+    if handle.wait(LOCKED_AT_START_S) is None:  # other problems raise their own UserError
+        raise DBLocked(f"{sibling} is in use by another process too")
     new_spool = f"{sibling}.{session_id}.spool"
     try:
         os.rename(spool_path, new_spool)

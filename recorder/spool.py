@@ -60,6 +60,13 @@ def _event_bytes(event: str, **data) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
+def _queue_full_gap(stream: int, chunks: int, nbytes: int, frames: int) -> tuple:
+    """The queue entry that marks chunks of one stream dropped because the disk fell behind."""
+    return (EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(
+        "recording_gap", stream=STREAM_NAMES[stream], chunks=chunks, bytes=nbytes,
+        frames=frames, reason="spool queue full (disk too slow)"))
+
+
 class SpoolWriter:
     """Queues chunks from relay threads and appends them to the spool from its own thread."""
 
@@ -100,19 +107,17 @@ class SpoolWriter:
             # After close (a grandchild still writing once the agent is gone) nothing reaches
             # the disk any more: count it like any other loss.
             if self._closed or self._pending + n > self.max_pending:
+                frames = data.count(b"\n")
                 d = self._dropped.setdefault(stream, [0, 0, 0])
                 d[0] += 1
                 d[1] += n
-                d[2] += data.count(b"\n")
+                d[2] += frames
                 self.lost_chunks += 1
                 self.lost_bytes += n
-                self.lost_frames += data.count(b"\n")
+                self.lost_frames += frames
                 return
             if stream in self._dropped:
-                chunks, nbytes, frames = self._dropped.pop(stream)
-                self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(
-                    "recording_gap", stream=STREAM_NAMES[stream], chunks=chunks, bytes=nbytes,
-                    frames=frames, reason="spool queue full (disk too slow)")))
+                self._q.append(_queue_full_gap(stream, *self._dropped.pop(stream)))
             self._pending += n
             self._q.append((stream, time.monotonic_ns(), time.time_ns(), data))
             if self._pending > WAKE_BYTES:
@@ -175,10 +180,8 @@ class SpoolWriter:
     def close(self, **end_data) -> None:
         """Flush everything, write the end marker and close. Safe to call once."""
         with self._lock:
-            for stream, (chunks, nbytes, frames) in self._dropped.items():
-                self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(
-                    "recording_gap", stream=STREAM_NAMES[stream], chunks=chunks, bytes=nbytes,
-                    frames=frames, reason="spool queue full (disk too slow)")))
+            for stream, counts in self._dropped.items():
+                self._q.append(_queue_full_gap(stream, *counts))
             self._dropped.clear()
         self._closed = True
         self._wake.set()
