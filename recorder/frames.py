@@ -131,20 +131,23 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire") -> Extra
     if not isinstance(obj, dict):
         return Extracted("invalid", payload=_dump(obj), known=False,
                          parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
-    ex = _classify_obj(obj, direction, protocol)
-    if len(raw) > PAYLOAD_MAX:
-        ex.payload = None
-    return ex
+    # Serialising a payload that would be dropped anyway costs milliseconds on MB frames.
+    return _classify_obj(obj, direction, protocol,
+                         _dump if len(raw) <= PAYLOAD_MAX else _no_payload)
 
 
-def _classify_obj(obj, direction: str, protocol: str | None) -> Extracted:
+def _no_payload(_value) -> None:
+    return None
+
+
+def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump) -> Extracted:
     method = obj.get("method")
     has_id = "id" in obj
     rpc_id = _id_text(obj.get("id"))
     problem = None if obj.get("jsonrpc") == "2.0" else "jsonrpc is not \"2.0\""
     if method is not None:
         if not isinstance(method, str):
-            return Extracted("invalid", rpc_id=rpc_id, payload=_dump(obj), known=False,
+            return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
                              parse_error="method is not a string")
         kind = "request" if has_id else "notification"
         params = obj.get("params")
@@ -164,15 +167,15 @@ def _classify_obj(obj, direction: str, protocol: str | None) -> Extracted:
                 known = msg_type in wire_names.REQUEST_TYPES
             else:
                 known = False
-        return Extracted("invalid" if problem else kind, method, rpc_id, msg_type, _dump(payload),
+        return Extracted("invalid" if problem else kind, method, rpc_id, msg_type, dump(payload),
                          problem, known, _protocol_hint(method, params))
     if "error" in obj:
         return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
-                         payload=_dump(obj["error"]), parse_error=problem, known=True)
+                         payload=dump(obj["error"]), parse_error=problem, known=True)
     if "result" in obj:
         return Extracted("invalid" if problem else "response", rpc_id=rpc_id,
-                         payload=_dump(obj["result"]), parse_error=problem, known=True)
-    return Extracted("invalid", rpc_id=rpc_id, payload=_dump(obj), known=False,
+                         payload=dump(obj["result"]), parse_error=problem, known=True)
+    return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
                      parse_error="neither a request (method) nor a response (result/error)")
 
 
