@@ -20,7 +20,7 @@ import duckdb
 
 from recorder.errors import NotARecording, SchemaTooNew, UserError
 from recorder.frames import COLUMNS
-from recorder.store import (FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
+from recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
                             is_duckdb_file)
 
 from .views import install_views
@@ -152,7 +152,8 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
 def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(FRAMES_DDL.replace("frames", "mem_frames", 1).replace("IF NOT EXISTS ", ""))
     con.execute(SESSIONS_DDL.replace("sessions", "mem_sessions", 1).replace("IF NOT EXISTS ", ""))
-    con.execute("ALTER TABLE mem_frames ADD COLUMN blob_offset BIGINT")
+    for col, (_, sql_type) in ADDED_COLUMNS.items():
+        con.execute(f"ALTER TABLE mem_frames ADD COLUMN {col} {sql_type}")
     con.execute("ALTER TABLE mem_sessions ADD COLUMN source_file VARCHAR")
 
 
@@ -193,9 +194,10 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
                 fglob = _sql_str(os.path.join(path, "frames", "**", "*.parquet"))
                 sglob = _sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
                 src = f"read_parquet({fglob}, hive_partitioning = false, union_by_name = true)"
-                # exports made before schema 2 have no blob_offset column
+                # older exports lack the columns added since
                 have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
-                frame_parts.append(f"SELECT {frame_select(2 if 'blob_offset' in have else 1)} "
+                version = max([1] + [v for c, (v, _) in ADDED_COLUMNS.items() if c in have])
+                frame_parts.append(f"SELECT {frame_select(version)} "
                                    f"FROM {src}")
                 session_parts.append(
                     f"SELECT {scols}, {_sql_str(path)} AS source_file FROM read_parquet({sglob}, hive_partitioning = false, union_by_name = true)")

@@ -1,7 +1,7 @@
 """The frame record, and what is extracted from a frame's bytes at write time.
 
 Classification must keep up with 100k+ frames/s in the loader, so it works on plain dicts from
-orjson and name sets (`wire_names`), not on pydantic models.
+orjson and the protocol adapters' name sets (`protocols/`), not on pydantic models.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import orjson
 
-from . import wire_names
+from . import protocols
 
 DIRECTIONS = ("c2a", "a2c", "stderr", "proxy")
 
 COLUMNS = ("session_id", "seq", "ts", "mono_ns", "direction", "raw", "newline", "byte_len",
-           "kind", "method", "rpc_id", "msg_type", "payload", "parse_error", "known", "blob_offset")
+           "kind", "method", "rpc_id", "msg_type", "payload", "parse_error", "known", "blob_offset", "anomaly")
 
 
 @dataclass(slots=True)
@@ -38,11 +38,15 @@ class Frame:
     known: bool | None
     # Set when raw lives in the sidecar file (raw is NULL in the DB); readers resolve it.
     blob_offset: int | None = None
+    # What is wrong with a frame at the protocol level though it parsed: a request id reused
+    # while pending, a frame of another protocol than the session's (schema 3).
+    anomaly: str | None = None
 
     def row(self) -> tuple:
         return (self.session_id, self.seq, self.ts, self.mono_ns, self.direction, self.raw,
                 self.newline, self.byte_len, self.kind, self.method, self.rpc_id,
-                self.msg_type, self.payload, self.parse_error, self.known, self.blob_offset)
+                self.msg_type, self.payload, self.parse_error, self.known, self.blob_offset,
+                self.anomaly)
 
     def message(self):
         """The parsed JSON message, or None for frames that are not JSON."""
@@ -63,7 +67,8 @@ class Extracted:
     payload: str | None = None
     parse_error: str | None = None
     known: bool | None = None
-    protocol_hint: tuple[str, str | None] | None = None  # (protocol, version) from initialize
+    protocol_hint: tuple[str, str | None] | None = None  # (protocol, version) this frame shows
+    anomaly: str | None = None
 
 
 def _id_text(value) -> str | None:
@@ -94,26 +99,9 @@ def _dump(value) -> str | None:
         return json.dumps(value)
 
 
-WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
-
-
-def _protocol_hint(method, params) -> tuple[str, str | None] | None:
-    if method in WIRE_ONLY_METHODS:
-        return ("wire", None)
-    if method != "initialize" or not isinstance(params, dict):
-        return None
-    if "protocol_version" in params:
-        return ("wire", str(params["protocol_version"]))
-    pv = params.get("protocolVersion")
-    if isinstance(pv, int) and not isinstance(pv, bool):
-        return ("acp", str(pv))
-    if isinstance(pv, str):
-        return ("mcp", pv)
-    return None
-
-
 def classify(raw: bytes, direction: str, protocol: str | None = "wire") -> Extracted:
-    """Everything extracted from a frame. Never raises: unknown or broken frames are flagged."""
+    """Everything extracted from one frame on its own. Never raises: unknown or broken frames
+    are flagged. `Classifier` adds what needs the session's history (detection, pending ids)."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
@@ -151,24 +139,12 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump) -> Extr
                              parse_error="method is not a string")
         kind = "request" if has_id else "notification"
         params = obj.get("params")
-        msg_type = None
-        payload = params
-        if method in ("event", "request") and isinstance(params, dict):
-            t = params.get("type")
-            msg_type = t if isinstance(t, str) else None
-            payload = params.get("payload")
-        known = None
-        if protocol in (None, "wire"):
-            if direction == "c2a":
-                known = method in wire_names.CLIENT_METHODS
-            elif method == "event":
-                known = msg_type in wire_names.EVENT_TYPES
-            elif method == "request":
-                known = msg_type in wire_names.REQUEST_TYPES
-            else:
-                known = False
-        return Extracted("invalid" if problem else kind, method, rpc_id, msg_type, dump(payload),
-                         problem, known, _protocol_hint(method, params))
+        adapter = protocols.get(protocol)
+        msg_type = adapter.msg_type(method, params)
+        known = adapter.known(direction, method, msg_type) if protocol else None
+        return Extracted("invalid" if problem else kind, method, rpc_id, msg_type,
+                         dump(adapter.payload(method, params)), problem, known,
+                         protocols.detect(method, params, direction))
     if "error" in obj:
         return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
                          payload=dump(obj["error"]), parse_error=problem, known=True)
@@ -177,6 +153,51 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump) -> Extr
                          payload=dump(obj["result"]), parse_error=problem, known=True)
     return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
                      parse_error="neither a request (method) nor a response (result/error)")
+
+
+class Classifier:
+    """Classifies the frames of one session in order: detects its protocol from the first frames
+    that show it (unless given), and flags protocol-level anomalies that single frames cannot
+    show: a request id reused while a request with that id is pending in the same direction, and
+    a frame whose method belongs to another protocol than the session's."""
+
+    def __init__(self, protocol: str | None = None):
+        self.protocol = protocol
+        self.version: str | None = None
+        self.pending: dict[tuple[str, str], int] = {}  # (direction, id) -> frame number
+        self.n = 0
+
+    def __call__(self, raw: bytes, direction: str) -> Extracted:
+        self.n += 1
+        ex = classify(raw, direction, self.protocol)
+        hint = ex.protocol_hint
+        if hint is not None:
+            if self.protocol is None:
+                self.protocol, self.version = hint
+                if ex.method is not None:  # judged again now that the protocol is known
+                    ex = classify(raw, direction, self.protocol)
+            elif self.version is None and hint[0] == self.protocol and hint[1]:
+                self.version = hint[1]
+        if ex.method is not None and self.protocol:
+            other = protocols.foreign(ex.method, protocols.get(self.protocol))
+            if other is not None:
+                ex.anomaly = f"{ex.method} is a {other.name} method, in a {self.protocol} session"
+        if ex.rpc_id is not None and ex.kind in ("request", "response", "error"):
+            if ex.kind == "request":
+                key = (direction, ex.rpc_id)
+                if key in self.pending:
+                    ex.anomaly = _join(ex.anomaly, f"request id {ex.rpc_id} reused while an "
+                                                   f"earlier {direction} request with that id "
+                                                   f"is unanswered")
+                self.pending[key] = self.n
+            else:
+                answered = ("a2c" if direction == "c2a" else "c2a", ex.rpc_id)
+                self.pending.pop(answered, None)
+        return ex
+
+
+def _join(a: str | None, b: str) -> str:
+    return b if not a else f"{a}; {b}"
 
 
 def wall_ts(wall_ns: int) -> _dt.datetime:

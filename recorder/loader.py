@@ -15,7 +15,7 @@ import time
 import orjson
 
 from .errors import UserError
-from .frames import Extracted, classify, wall_ts
+from .frames import Classifier, Extracted, wall_ts
 from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
 from .store import DBLocked, Store, open_store
 
@@ -93,9 +93,10 @@ class Ingest:
         self._ts_wall = None
         self._ts = None
         self.last_flush = time.monotonic()
-        self.protocol = meta.get("protocol")
-        self.protocol_version = None
+        self.classifier = Classifier(meta.get("protocol"))
         self.frame_count = 0
+        self.anomalies = 0
+        self.invalid = 0
         self.lost_frames = 0
         self.lost_bytes = 0
         self.exit: dict | None = None
@@ -116,7 +117,7 @@ class Ingest:
             self._ts = wall_ts(wall)
         self.rows.append((self.sid, self.seq, self._ts, mono, direction, raw, newline,
                           len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
-                          ex.parse_error, ex.known, None))
+                          ex.parse_error, ex.known, None, ex.anomaly))
         self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
@@ -124,12 +125,12 @@ class Ingest:
         if stream == STDERR:
             ex = Extracted("stderr")
         else:
-            ex = classify(raw, direction, self.protocol)
-            if self.protocol is None and ex.protocol_hint:
-                self.protocol, self.protocol_version = ex.protocol_hint
-            elif self.protocol_version is None and ex.protocol_hint and ex.protocol_hint[1]:
-                self.protocol_version = ex.protocol_hint[1]
+            ex = self.classifier(raw, direction)
             self.frame_count += 1
+            if ex.anomaly:
+                self.anomalies += 1
+            elif ex.kind == "invalid":
+                self.invalid += 1
         if stream in self.after_gap:
             self.after_gap.discard(stream)
             ex.kind = "invalid"
@@ -231,8 +232,8 @@ class Ingest:
             "started_at": wall_ts(m["started_wall_ns"]),
             "command": orjson.dumps(m.get("command") or []).decode(),
             "cwd": m.get("cwd"),
-            "protocol": self.protocol or m.get("protocol"),
-            "protocol_version": self.protocol_version,
+            "protocol": self.classifier.protocol or m.get("protocol"),
+            "protocol_version": self.classifier.version,
             "proxy_version": m.get("proxy_version"),
             "tags": orjson.dumps(m.get("tags") or {}).decode(),
             "source": "proxy",
@@ -258,8 +259,8 @@ class Ingest:
         for s in (C2A, A2C, STDERR):
             if self.partial[s]:
                 self._flush_partial(s, time.monotonic_ns(), self.last_wall_ns or time.time_ns())
-        if self.protocol is None and self.frame_count:
-            self.protocol = "unknown"
+        if self.classifier.protocol is None and self.frame_count:
+            self.classifier.protocol = "unknown"
         store = self.store.wait(FINISH_WAIT_S)
         if store is None:
             return False
@@ -375,6 +376,14 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         if not ing.finish(end_reason):
             raise UserError(f"{db} stayed locked by another process for {FINISH_WAIT_S:.0f} s")
         reader.close()
+        if ing.anomalies or ing.invalid:
+            bits = [f"{n} {what}" for n, what in ((ing.invalid, "not JSON-RPC (batch, bad JSON, …)"),
+                                                   (ing.anomalies, "against the protocol "
+                                                                   "(id reused while pending, "
+                                                                   "another protocol's method)"))
+                    if n]
+            _say(f"session {sid}: frames relayed untouched and recorded, but {'; '.join(bits)}: "
+                 f"see `wire-show {db} --session {sid}`")
         if torn:
             _say(f"the last {torn} bytes of {spool_path} were cut off mid-write and are not recorded")
         try:

@@ -22,7 +22,7 @@ from .errors import NotARecording, SchemaTooNew, SessionNotFound, UserError
 from .frames import COLUMNS, Frame
 from .paths import DUCKDB_MAGIC
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 INLINE_MAX = 256 * 1024
 
@@ -88,12 +88,21 @@ def _add_blob_offset(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE frames ADD COLUMN blob_offset BIGINT")
 
 
+def _add_anomaly(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("ALTER TABLE frames ADD COLUMN anomaly VARCHAR")
+
+
 # (version it produces, step). A new schema adds a step here; steps only ever add.
 # Fresh files run every step too, so the upgrade path is exercised on each new recording.
 MIGRATIONS: list[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]] = [
     (1, _create_v1),
     (2, _add_blob_offset),
+    (3, _add_anomaly),
 ]
+
+# Frame columns added after schema 1: (schema that added it, SQL type). Readers of older files
+# select NULL for them.
+ADDED_COLUMNS = {"blob_offset": (2, "BIGINT"), "anomaly": (3, "VARCHAR")}
 
 
 def blobs_path(db_path: str) -> str:
@@ -102,9 +111,8 @@ def blobs_path(db_path: str) -> str:
 
 def frame_select(version: int) -> str:
     """The select list for COLUMNS from a file of this schema version."""
-    if version >= 2:
-        return ", ".join(COLUMNS)
-    return ", ".join(c for c in COLUMNS if c != "blob_offset") + ", NULL::BIGINT AS blob_offset"
+    return ", ".join(c if ADDED_COLUMNS.get(c, (0, ""))[0] <= version else
+                     f"NULL::{ADDED_COLUMNS[c][1]} AS {c}" for c in COLUMNS)
 
 
 def resolve_blobs(frames: list[Frame], db_path: str) -> list[Frame]:

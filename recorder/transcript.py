@@ -16,7 +16,7 @@ from typing import IO, Iterable
 import orjson
 
 from .errors import UserError
-from .frames import Extracted, Frame, classify
+from .frames import Classifier, Extracted, Frame
 from .store import SESSION_COLUMNS, Store, open_store
 
 FORMAT_VERSION = 1
@@ -160,7 +160,7 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
         session["ended_at"] = _dt.datetime.fromisoformat(session["ended_at"])
     mono0 = int(session.get("mono_start_ns") or 0)
     session["mono_start_ns"] = mono0
-    protocol = session.get("protocol") or "wire"
+    classify = Classifier(session.get("protocol") or None)
     frames: list[Frame] = []
     for i, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -175,10 +175,12 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
         elif d == "stderr":
             ex = Extracted("stderr")
         else:
-            ex = classify(raw, d, protocol)
+            ex = classify(raw, d)
         frames.append(Frame(sid, len(frames) + 1, ts, mono, d, raw, nl, len(raw), ex.kind,
                             ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error,
-                            ex.known))
+                            ex.known, anomaly=ex.anomaly))
+    if not session.get("protocol") and classify.protocol:
+        session["protocol"], session["protocol_version"] = classify.protocol, classify.version
     return session, frames
 
 

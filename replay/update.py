@@ -14,7 +14,7 @@ import tempfile
 
 import orjson
 
-from recorder.frames import Extracted, Frame, classify, wall_ts
+from recorder.frames import Classifier, Extracted, Frame, wall_ts
 from recorder.store import open_store
 from recorder.transcript import frame_line, session_header, store_session
 
@@ -26,6 +26,7 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     rec = result.recording
     sid = rec.session_id
     frames: list[Frame] = []
+    classify = Classifier(rec.session.get("protocol") or None)
     ordered = sorted(result.frames, key=lambda f: f.mono_ns)  # stamped by several threads
     for lf in ordered:
         if lf.direction == "proxy":
@@ -35,10 +36,10 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
         elif lf.direction == "stderr":
             ex, raw = Extracted("stderr"), lf.raw
         else:
-            ex, raw = classify(lf.raw, lf.direction, rec.session.get("protocol") or "wire"), lf.raw
+            ex, raw = classify(lf.raw, lf.direction), lf.raw
         frames.append(Frame(sid, len(frames) + 1, wall_ts(lf.wall_ns), lf.mono_ns, lf.direction,
                             raw, lf.newline, len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type,
-                            ex.payload, ex.parse_error, ex.known))
+                            ex.payload, ex.parse_error, ex.known, anomaly=ex.anomaly))
     session = {k: v for k, v in rec.session.items() if v is not None}
     start = ordered[0] if ordered else None
     session.update(

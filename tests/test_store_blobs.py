@@ -60,17 +60,18 @@ def test_schema_1_file_reads_read_only_and_migrates_when_opened_for_writing(tmp_
     assert q.stdout.split()[-1] == f"3,{INLINE_MAX + 10},".encode()
 
     with open_store(db) as store:
-        assert store.version == SCHEMA_VERSION == 2
+        assert store.version == SCHEMA_VERSION == 3
         assert [f.raw for f in store.frames("old1")] == OLD_FRAMES
-    assert db_rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+        assert all(f.anomaly is None for f in store.frames("old1"))
+    assert db_rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
     assert not os.path.exists(db + ".blobs")  # old inline rows stay inline
 
 
-def test_schema_3_file_is_refused(tmp_path):
+def test_schema_too_new_file_is_refused(tmp_path):
     db = str(tmp_path / "new.db")
     make_v1(db, [b"x"])
     con = duckdb.connect(db)
-    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.execute(f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
     con.close()
     for read_only in (True, False):
         with pytest.raises(SchemaTooNew, match="newer wire-recorder"):

@@ -1,0 +1,113 @@
+"""The Agent Client Protocol, version 1 (`kimi acp`; the official Python SDK as client).
+
+Both sides send requests: the client prompts, the agent asks for permission, files and
+terminals. Ids are integers counted separately per direction, so the same id is live in both
+directions at once. `sessionId` (uuid4) and `toolCallId` (`<turn uuid>/<tool call id>`) change
+on every run; the client echoes the session id in every later request, so replay maps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Adapter, get_path
+
+# methods the client calls on the agent (the SDK's AGENT_METHODS, schema 1.19) and its
+# notifications
+CLIENT_METHODS = frozenset({
+    "initialize", "authenticate", "logout", "session/new", "session/load", "session/prompt",
+    "session/cancel", "session/set_mode", "session/set_model", "session/set_config_option",
+    "session/list", "session/delete", "session/fork", "session/resume", "session/close",
+    "providers/list", "providers/set", "providers/disable", "mcp/message",
+    "nes/start", "nes/suggest", "nes/accept", "nes/reject", "nes/close",
+    "document/didOpen", "document/didChange", "document/didClose", "document/didSave",
+    "document/didFocus", "$/cancel_request",
+})
+AGENT_REQUESTS = frozenset({
+    "session/request_permission", "fs/read_text_file", "fs/write_text_file", "terminal/create",
+    "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release",
+    "elicitation/create", "mcp/connect", "mcp/message", "mcp/disconnect",
+})
+AGENT_METHODS = AGENT_REQUESTS | {"session/update", "elicitation/complete", "$/cancel_request"}
+# session/update kinds that carry streamed text, in order
+CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
+
+
+class Acp(Adapter):
+    name = "acp"
+    title = "Agent Client Protocol"
+    client_methods = CLIENT_METHODS
+    agent_methods = AGENT_METHODS
+    agent_request_methods = AGENT_REQUESTS
+    # all updates for a prompt arrive before its response; available_commands_update is sent
+    # from a task after the session/new response, so that segment is compared as a set
+    anchor_methods = frozenset({"initialize", "authenticate", "session/new", "session/load",
+                                "session/prompt", "session/fork", "session/resume"})
+    turn_methods = frozenset({"session/prompt"})
+    ordered_types = CHUNKS
+    racy_methods = frozenset({"session/cancel", "$/cancel_request"})
+    ignore = (
+        ("**.terminal-auth.command", "the agent's own argv[0] (absolute path)"),
+    )
+    default_match_on = ("method", "payload")
+
+    def detect(self, method, params, direction):
+        if method == "initialize" and isinstance(params, dict):
+            pv = params.get("protocolVersion")
+            if isinstance(pv, int) and not isinstance(pv, bool):
+                return ("acp", str(pv))
+            return None
+        if method.startswith(("session/", "fs/", "terminal/")):
+            return ("acp", None)
+        return None
+
+    def msg_type(self, method, params):
+        if method == "session/update":
+            kind = get_path(params, "update", "sessionUpdate")
+            return kind if isinstance(kind, str) else None
+        return None
+
+    def minted(self, method, result) -> list[str]:
+        sid = get_path(result, "sessionId")
+        return [sid] if isinstance(sid, str) else []
+
+    def reject_answer(self, method, msg_type, payload, rpc_id) -> Any | None:
+        if method == "session/request_permission":
+            for opt in get_path(payload, "options") or []:
+                if isinstance(opt, dict) and opt.get("kind") == "reject_once":
+                    return {"outcome": {"outcome": "selected", "optionId": opt.get("optionId")}}
+            return {"outcome": {"outcome": "cancelled"}}
+        if method == "elicitation/create":
+            return {"action": "decline"}
+        return None
+
+    def describe(self, kind, method, msg_type, payload):
+        if method == "session/update":
+            u = get_path(payload, "update") or {}
+            if msg_type in CHUNKS:
+                text = get_path(u, "content", "text")
+                return f"{msg_type} {_q(text)}"
+            if msg_type in ("tool_call", "tool_call_update"):
+                bits = [u.get("title"), u.get("kind"), u.get("status")]
+                return f"{msg_type} " + " ".join(str(b) for b in bits if b)
+            return f"session/update {msg_type}"
+        if method == "session/request_permission":
+            return f"session/request_permission {_q(get_path(payload, 'toolCall', 'title'))}"
+        if method in ("fs/read_text_file", "fs/write_text_file"):
+            return f"{method} {get_path(payload, 'path')}"
+        if method == "terminal/create":
+            return f"terminal/create {_q(get_path(payload, 'command'))}"
+        if method == "session/prompt" and kind == "request":
+            texts = [b.get("text") for b in get_path(payload, "prompt") or []
+                     if isinstance(b, dict) and b.get("type") == "text"]
+            return f"session/prompt {_q(' '.join(t for t in texts if t))}"
+        return None
+
+
+def _q(s: Any, n: int = 60) -> str:
+    s = "" if s is None else str(s)
+    s = s.replace("\n", "\\n")
+    return '"' + (s if len(s) <= n else s[: n - 1] + "…") + '"'
+
+
+ADAPTER = Acp()

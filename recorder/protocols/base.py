@@ -1,0 +1,92 @@
+"""What a protocol adapter says about its protocol. One subclass per protocol, one file each.
+
+Everything here works on plain dicts from orjson (the loader classifies 100k+ frames/s), and
+nothing imports replay or analysis: those read the adapter's declarations (ignore rules as text,
+matcher names, method sets) and apply them with their own machinery.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+SHARED_METHODS = frozenset({"initialize"})
+
+
+class Adapter:
+    name = ""
+    title = ""
+    # Methods (requests and notifications) each side sends. `known` and foreign-frame detection
+    # are judged against these.
+    client_methods: frozenset[str] = frozenset()
+    agent_methods: frozenset[str] = frozenset()
+    # Methods of the agent's (or MCP server's) requests that the client answers: what replay
+    # re-serves and analysis lists in `requests`.
+    agent_request_methods: frozenset[str] = frozenset()
+    # Client requests whose response comes after everything they caused: replay cuts the agent's
+    # stream at these responses and compares order-insensitively between them.
+    anchor_methods: frozenset[str] = frozenset()
+    # Client requests that make a turn (a user prompt): `turns` in analysis, "turn N" in reports.
+    turn_methods: frozenset[str] = frozenset()
+    # Agent frame types that begin a new segment for comparison (Wire: TurnBegin, StepBegin).
+    anchor_types: frozenset[str] = frozenset()
+    # Streamed content types whose order counts inside a segment.
+    ordered_types: frozenset[str] = frozenset()
+    # Client frames whose effect depends on timing (cancel): replay keeps their recorded delay.
+    racy_methods: frozenset[str] = frozenset()
+    # Ignore rules `[SELECTOR:]PATH` with the reason, applied by replay before comparing.
+    ignore: tuple[tuple[str, str], ...] = ()
+    # Matchers (replay.matchers names) used when the user does not choose.
+    default_match_on: tuple[str, ...] = ("method", "payload")
+
+    # -- detection -----------------------------------------------------------------------------
+    def detect(self, method: str, params: Any, direction: str) -> tuple[str, str | None] | None:
+        """(protocol name, version or None) when this frame shows the session speaks this
+        protocol; None when it does not tell."""
+        return None
+
+    # -- classification ------------------------------------------------------------------------
+    def msg_type(self, method: str, params: Any) -> str | None:
+        """A finer type within a method (Wire: the event or request type)."""
+        return None
+
+    def payload(self, method: str, params: Any) -> Any:
+        """The part of a request or notification that matching and comparison look at."""
+        return params
+
+    def known(self, direction: str, method: str, msg_type: str | None) -> bool:
+        names = self.client_methods if direction == "c2a" else self.agent_methods
+        return method in names
+
+    def claims(self, method: str) -> bool:
+        """True when a method belongs to this protocol (used to flag foreign frames); methods
+        every protocol has (initialize) belong to none."""
+        if method in SHARED_METHODS:
+            return False
+        return method in self.client_methods or method in self.agent_methods
+
+    # -- replay --------------------------------------------------------------------------------
+    def minted(self, method: str | None, result: Any) -> list[str]:
+        """Values in the agent's response to a client request (method) that the client later
+        sends back (ACP sessionId, MCP requestState). Replay maps recorded to live values and
+        rewrites them in the client's later frames."""
+        return []
+
+    def reject_answer(self, method: str | None, msg_type: str | None, payload: Any,
+                      rpc_id: Any) -> Any | None:
+        """A `result` that declines an agent request nobody recorded (--on-unmatched reject);
+        None: answer with a JSON-RPC error instead."""
+        return None
+
+    def describe(self, kind: str, method: str | None, msg_type: str | None,
+                 payload: Any) -> str | None:
+        """A short label for reports; None: the generic one."""
+        return None
+
+
+def get_path(obj: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(k)
+    return obj

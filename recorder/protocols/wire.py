@@ -1,0 +1,88 @@
+"""Kimi CLI's Wire protocol (1.10 as kimi-cli 1.51.0 speaks it; shared/protocol/wire-*.md).
+
+Agent frames are `event` notifications and `request`s with a typed envelope
+`{"type": ..., "payload": ...}`; the type is what matters, so it becomes the frame's msg_type and
+the payload what matching and comparison look at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import wire_names
+from .base import Adapter
+
+WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
+
+
+class Wire(Adapter):
+    name = "wire"
+    title = "Kimi Wire"
+    client_methods = wire_names.CLIENT_METHODS
+    agent_methods = wire_names.AGENT_METHODS
+    agent_request_methods = frozenset({"request"})
+    # wire spec §5: these responses come after everything their turn emitted; the responses to
+    # cancel and steer race with the turn's StatusUpdate, so they are no anchors
+    anchor_methods = frozenset({"initialize", "prompt", "replay", "set_plan_mode"})
+    turn_methods = frozenset({"prompt"})
+    anchor_types = frozenset({"TurnBegin", "StepBegin"})
+    ordered_types = frozenset({"ContentPart", "ToolCall", "ToolCallPart"})
+    racy_methods = frozenset({"cancel", "steer"})
+    ignore = (
+        ("request:id", "agent request ids are fresh on every run (uuid4; 12 hex for hooks)"),
+        ("request:params.payload.id", "= the request's JSON-RPC id"),
+        ("ApprovalRequest:params.payload.source_id", "uuid4 hex, one per turn"),
+        ("ApprovalResponse:params.payload.request_id", "echoes the request id"),
+        ("**.agent_id", "subagent ids (a + 8 hex)"),
+        ("StepRetry:params.payload.wait_s", "exponential back-off jitter"),
+        ("HookResolved:params.payload.duration_ms", "measured"),
+        ("HookRequest:params.payload.input_data.session_id", "kimi session id"),
+        ("HookRequest:params.payload.input_data.cwd", "work dir"),
+        ("Notification:params.payload.id", "n + 8 hex"),
+        ("Notification:params.payload.created_at", "clock"),
+        ("Notification:params.payload.payload.finished_at", "clock"),
+        ("Notification:params.payload.payload.duration_s", "measured"),
+    )
+    default_match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")
+
+    def detect(self, method, params, direction):
+        if method in WIRE_ONLY_METHODS:
+            return ("wire", None)
+        if method == "initialize" and isinstance(params, dict) and "protocol_version" in params:
+            return ("wire", str(params["protocol_version"]))
+        return None
+
+    def msg_type(self, method, params):
+        if method in ("event", "request") and isinstance(params, dict):
+            t = params.get("type")
+            return t if isinstance(t, str) else None
+        return None
+
+    def payload(self, method, params):
+        if method in ("event", "request") and isinstance(params, dict):
+            return params.get("payload")
+        return params
+
+    def known(self, direction, method, msg_type):
+        if direction == "c2a":
+            return method in wire_names.CLIENT_METHODS
+        if method == "event":
+            return msg_type in wire_names.EVENT_TYPES
+        if method == "request":
+            return msg_type in wire_names.REQUEST_TYPES
+        return False
+
+    def reject_answer(self, method, msg_type, payload, rpc_id) -> Any | None:
+        p = payload if isinstance(payload, dict) else {}
+        rid = p.get("id", rpc_id)
+        why = "wire-replay: no recorded answer for this request"
+        if msg_type == "ApprovalRequest":
+            return {"request_id": rid, "response": "reject", "feedback": why}
+        if msg_type == "QuestionRequest":
+            return {"request_id": rid, "answers": {}}
+        if msg_type == "HookRequest":
+            return {"request_id": rid, "action": "block", "reason": why}
+        return None
+
+
+ADAPTER = Wire()
