@@ -59,7 +59,7 @@ def command(
     serve: bool = typer.Option(False, "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
     update: bool = typer.Option(False, "--update", help="re-record the session against the current agent and summarise what changed"),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="with --update: write here instead of over SESSION"),
-    match_on: Optional[str] = typer.Option(None, "--match-on", help="matchers, comma separated (default: method,type,approval,tool_call,question,hook,other; '+,NAME' adds to it)"),
+    match_on: Optional[str] = typer.Option(None, "--match-on", help="matchers, comma separated (default: the protocol's; Wire: method,type,approval,tool_call,question,hook,other; ACP and MCP: method,payload; '+,NAME' adds to it)"),
     ignore: List[str] = typer.Option([], "--ignore", help="[TYPE:]dotted.path to ignore when comparing (repeatable; * and ** wildcards)"),
     no_default_ignores: bool = typer.Option(False, "--no-default-ignores", help="compare the volatile fields too"),
     on_unmatched: str = typer.Option("fail", "--on-unmatched", help="an agent request with no recorded match: fail | reject | error"),
@@ -90,7 +90,7 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
     from . import report as rp
     from .recording import load
 
-    opts = ReplayOptions(match_on=match_on.split(",") if match_on else ReplayOptions.match_on,
+    opts = ReplayOptions(match_on=match_on.split(",") if match_on else None,
                          ignore=[IgnoreRule.parse(i) for i in ignore],
                          default_ignores=not no_default_ignores, on_unmatched=on_unmatched,
                          speed=speed, frame_timeout=frame_timeout, timeout=timeout).validate()

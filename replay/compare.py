@@ -18,8 +18,6 @@ from .labels import describe, field_diff
 from .normalize import Normalizer, canonical
 from .recording import Msg
 
-ANCHOR_TYPES = frozenset({"TurnBegin", "StepBegin"})
-ORDERED_TYPES = frozenset({"ContentPart", "ToolCall", "ToolCallPart"})
 
 
 @dataclass
@@ -60,22 +58,40 @@ class Item:
 
 
 class Position:
-    """Turn and step, followed along a stream, for "turn 2, step 1" in reports."""
+    """Turn and step, followed along the agent's stream, for "turn 2, step 1" in reports.
 
-    def __init__(self) -> None:
+    Wire marks both with events (TurnBegin, StepBegin). Protocols without such events count
+    turns by the responses to the adapter's turn requests (`turn_ids`: ACP session/prompt); a
+    protocol without turns (MCP) gives no position."""
+
+    def __init__(self, turn_ids: set[bytes] | frozenset = frozenset()) -> None:
         self.turn = 0
         self.step = 0
+        self.turn_ids = turn_ids
+        self.turns_done = 0
+        self.has_turns = True
 
     def see(self, m: Msg) -> str:
-        if m.method == "event" and m.wire_type == "TurnBegin":
+        if m.adapter.anchor_types:
+            if m.method == "event" and m.msg_type == "TurnBegin":
+                self.turn += 1
+                self.step = 0
+            elif m.method == "event" and m.msg_type == "StepBegin":
+                n = m.payload.get("n") if isinstance(m.payload, dict) else None
+                self.step = n if isinstance(n, int) else self.step + 1
+            return self.where()
+        self.has_turns = bool(m.adapter.turn_methods)
+        if m.kind in ("response", "error") and m.id_key in self.turn_ids:
+            where = self.where() if self.turn > self.turns_done else ""
+            self.turns_done += 1
+            return where
+        if self.turn == self.turns_done and (m.kind == "request" or m.msg_type in TURN_UPDATES):
             self.turn += 1
-            self.step = 0
-        elif m.method == "event" and m.wire_type == "StepBegin":
-            n = m.payload.get("n") if isinstance(m.payload, dict) else None
-            self.step = n if isinstance(n, int) else self.step + 1
         return self.where()
 
     def where(self) -> str:
+        if not self.has_turns:
+            return ""
         if self.turn == 0:
             return "before the first turn"
         if self.step == 0:
@@ -83,18 +99,24 @@ class Position:
         return f"turn {self.turn}, step {self.step}"
 
 
+# ACP session/update kinds that only happen inside a prompt's turn
+TURN_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call",
+                          "tool_call_update", "plan"})
+
+
 def is_anchor(m: Msg, anchor_ids: set[bytes]) -> bool:
-    if m.method == "event":
-        return m.wire_type in ANCHOR_TYPES
+    if m.kind == "notification" and m.msg_type is not None:
+        return m.msg_type in m.adapter.anchor_types
     return m.kind in ("response", "error") and m.id_key in anchor_ids
 
 
 def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[bytes],
-               shared: dict | None = None, literals: tuple[bytes, ...] = ()) -> list[Item]:
+               shared: dict | None = None, literals: tuple[bytes, ...] = (),
+               turn_ids: set[bytes] | frozenset = frozenset()) -> list[Item]:
     """Items of one stream. `shared` caches the normalisation of frames whose bytes occur in both
     streams (most of an unchanged agent's frames): identical bytes normalise alike unless they
     hold one side's environment `literals`, which are never cached."""
-    pos = Position()
+    pos = Position(turn_ids)
     out = []
     seg = 0
     for m in msgs:
@@ -107,7 +129,8 @@ def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[byte
         anchor = is_anchor(m, anchor_ids)
         seg += anchor
         out.append(Item(m, hit[0], hit[1], pos.see(m), anchor,
-                        m.method == "event" and m.wire_type in ORDERED_TYPES, hit[2], seg))
+                        m.kind == "notification" and m.msg_type in m.adapter.ordered_types,
+                        hit[2], seg))
     return out
 
 
@@ -115,8 +138,7 @@ def _payload_of(m: Msg, norm: Any) -> Any:
     if not isinstance(norm, dict) or m.kind == "invalid":
         return None
     if "method" in norm:
-        p = norm.get("params")
-        return p.get("payload") if m.method in ("event", "request") and isinstance(p, dict) else p
+        return m.adapter.payload(m.method, norm.get("params"))
     return norm.get("result", norm.get("error"))
 
 
@@ -127,7 +149,7 @@ def canonical_order(items: list[Item]) -> list[Item]:
     def flush() -> None:
         ordered = [i for i in seg if i.ordered]
         rest = sorted((i for i in seg if not i.ordered),
-                      key=lambda i: (i.msg.kind, i.msg.wire_type or "", i.sig))
+                      key=lambda i: (i.msg.kind, i.msg.msg_type or "", i.sig))
         out.extend(ordered)
         out.extend(rest)
         seg.clear()
@@ -174,7 +196,7 @@ def diff_streams(recorded: list[Item], live: list[Item]) -> list[Divergence]:
         free = list(lb)
         for k, x in enumerate(ra):
             for y in free:
-                if (y.msg.kind, y.msg.method, y.msg.wire_type) == (x.msg.kind, x.msg.method, x.msg.wire_type):
+                if (y.msg.kind, y.msg.method, y.msg.msg_type) == (x.msg.kind, x.msg.method, x.msg.msg_type):
                     pairs[k] = y
                     free.remove(y)
                     break

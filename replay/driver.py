@@ -28,15 +28,13 @@ from typing import Any, Mapping, Sequence
 from .compare import Divergence, Position, diff_streams, make_items
 from .errors import AgentStartError, ReplayInputError
 from .labels import describe
-from .matchers import (DEFAULT_MATCH_ON, Request, RequestBook, fallback_answer, parse_match_on,
-                       rewrite_answer)
-from .normalize import DEFAULT_IGNORE, IgnoreRule, Normalizer, environment_values
+from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
+from .normalize import IgnoreRule, Normalizer, _json_inner, default_rules, environment_values
 from .recording import Msg, Recording, load, parse_msg
 
-# cancel and steer act on whatever the agent is doing at that moment (wire spec §5: an immediate
-# cancel changes which frames appear), so even "as fast as possible" keeps their recorded delay
-# after the frame they followed, up to this cap.
-RACY_METHODS = frozenset({"cancel", "steer"})
+# The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
+# is doing at that moment (wire spec §5: an immediate cancel changes which frames appear), so even
+# "as fast as possible" keeps their recorded delay after the frame they followed, up to this cap.
 RACY_DELAY_CAP_S = 5.0
 STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
 ON_UNMATCHED = ("fail", "reject", "error")
@@ -47,7 +45,7 @@ CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"
 
 @dataclass
 class ReplayOptions:
-    match_on: Sequence[str] = DEFAULT_MATCH_ON
+    match_on: Sequence[str] | None = None  # None: the protocol adapter's defaults
     ignore: Sequence[IgnoreRule] = ()  # in addition to the defaults
     default_ignores: bool = True
     on_unmatched: str = "fail"  # fail | reject | error
@@ -56,7 +54,8 @@ class ReplayOptions:
     timeout: float = 600.0  # whole run
 
     def validate(self) -> "ReplayOptions":
-        self.match_on = parse_match_on(self.match_on)
+        if self.match_on is not None:
+            self.match_on = parse_match_on(self.match_on)
         if self.on_unmatched not in ON_UNMATCHED:
             raise ReplayInputError(f"--on-unmatched {self.on_unmatched!r} is not one of "
                                    f"{', '.join(ON_UNMATCHED)}")
@@ -66,8 +65,8 @@ class ReplayOptions:
             raise ReplayInputError("timeouts must be positive numbers of seconds")
         return self
 
-    def rules(self) -> tuple[IgnoreRule, ...]:
-        return (DEFAULT_IGNORE if self.default_ignores else ()) + tuple(self.ignore)
+    def rules(self, adapter) -> tuple[IgnoreRule, ...]:
+        return (default_rules(adapter) if self.default_ignores else ()) + tuple(self.ignore)
 
 
 @dataclass
@@ -211,15 +210,26 @@ class _AgentReplay:
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
                  cwd: str | None, opts: ReplayOptions):
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
-        rules = opts.rules()
+        self.adapter = rec.adapter
+        rules = opts.rules(self.adapter)
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
         self.live_norm = Normalizer(rules, environment_values(argv, cwd, dict(env) if env else None))
-        self.book = RequestBook(opts.match_on)
+        self.book = RequestBook(parse_match_on(opts.match_on, self.adapter.default_match_on))
+        # Recorded values the client sends back, and what the live run has instead: the work dir
+        # (an ACP client names it in session/new) and values the agent mints in its responses
+        # (ACP sessionId, MCP requestState). Rewritten in the client's frames before they go out.
+        self.value_map: dict[bytes, bytes] = {}  # whole JSON strings
+        self.path_map: dict[bytes, bytes] = {}  # path prefixes, inside any string
+        if rec.cwd and cwd and os.path.realpath(rec.cwd) != os.path.realpath(cwd):
+            self.path_map[_json_inner(rec.cwd.rstrip("/"))] = _json_inner(cwd.rstrip("/"))
+        self.rec_responses = {m.id_key: m for m in rec.msgs
+                              if m.direction == "a2c" and m.kind in ("response", "error")
+                              and m.id_key in rec.client_requests}
         self.rec_payloads: dict[int, Any] = {}
         for m in rec.requests():
             p = self.rec_norm.payload(m)
             self.rec_payloads[m.index] = p
-            self.book.add(m, Request(m.method, m.wire_type, p))
+            self.book.add(m, Request(m.method, m.msg_type, p))
         self.steps = plan_steps(rec)
         self.divs: list[Divergence] = []
         self.live: list[Msg] = []
@@ -235,7 +245,7 @@ class _AgentReplay:
         self.stdout_eof = False
         self.stopped: str | None = None
         self.timed_out = False
-        self.pos = Position()
+        self.pos = Position(rec.turn_ids())
         self.stderr_chunks: list[bytes] = []
         self.stats = Counter()
 
@@ -337,13 +347,13 @@ class _AgentReplay:
     def _delay(self, s: _Step) -> float:
         if self.opts.speed > 0:
             return s.gap_prev / self.opts.speed
-        if s.msg is not None and s.msg.method in RACY_METHODS:
+        if s.msg is not None and s.msg.method in self.adapter.racy_methods:
             return min(s.gap_agent, RACY_DELAY_CAP_S)
         return 0.0
 
     # -- agent frames --------------------------------------------------------------------------
     def _on_frame(self, t_ns: int, raw: bytes, nl: bool) -> None:
-        m = parse_msg(raw, "a2c", (t_ns - self.t0_ns) / 1e9, nl)
+        m = parse_msg(raw, "a2c", (t_ns - self.t0_ns) / 1e9, nl, self.adapter)
         m.index = len(self.live)
         self.live.append(m)
         self._frame("a2c", raw, nl, mono_ns=t_ns)
@@ -351,13 +361,14 @@ class _AgentReplay:
         where = self.pos.see(m)
         if m.kind in ("response", "error") and m.id_key is not None:
             self.snapshots.setdefault(m.id_key, Counter(self.counts))
+            self._learn_values(m)
         if m.kind == "request" and m.method is not None:
             self._on_request(m, where)
 
     def _on_request(self, m: Msg, where: str) -> None:
         if self.stopped or self.stdin_closed:
             return
-        req = Request(m.method, m.wire_type, self.live_norm.payload(m))
+        req = Request(m.method, m.msg_type, self.live_norm.payload(m))
         entry = self.book.match(m, req)
         now = time.monotonic()
         if entry is not None:
@@ -375,13 +386,34 @@ class _AgentReplay:
             ["the recording holds no agent requests"]
         if mode == "fail":
             self.divs.append(Divergence("unmatched_request", where, what, None, None, details))
-            self._stop(f"unmatched {m.wire_type or m.method} (use --on-unmatched reject|error to "
+            self._stop(f"unmatched {m.msg_type or m.method} (use --on-unmatched reject|error to "
                        f"answer it and go on)")
         else:
             self.divs.append(Divergence("unmatched_request", where,
                                         f"{what}; answered with {'a rejection' if mode == 'reject' else 'a JSON-RPC error'}",
                                         None, None, details))
             self._schedule(now, "answer", fallback_answer(m, mode))
+
+    def _learn_values(self, live: Msg) -> None:
+        recorded = self.rec_responses.get(live.id_key)
+        if recorded is None:
+            return
+        method = self.rec.client_requests.get(live.id_key)
+        pairs = zip(self.adapter.minted(method, recorded.payload),
+                    self.adapter.minted(method, live.payload))
+        for old, new in pairs:
+            if old != new:
+                self.value_map[_json_inner(old)] = _json_inner(new)
+                self.stats["values_rewritten"] += 1
+
+    def _rewrite(self, raw: bytes) -> bytes:
+        for old, new in self.value_map.items():
+            if old in raw:
+                raw = raw.replace(b'"' + old + b'"', b'"' + new + b'"')
+        for old, new in self.path_map.items():
+            if old in raw:
+                raw = raw.replace(old + b'"', new + b'"').replace(old + b"/", new + b"/")
+        return raw
 
     def _stop(self, why: str) -> None:
         if self.stopped is None:
@@ -413,8 +445,8 @@ class _AgentReplay:
                     _, _, what, raw, nl = self.scheduled.pop(0)
                     if what == "eof":
                         self._close_stdin()
-                    else:
-                        self._write(raw, nl)  # a dead agent shows up as stdout EOF
+                    else:  # a dead agent shows up as stdout EOF
+                        self._write(self._rewrite(raw) if what == "step" else raw, nl)
                     if what in ("step", "eof"):
                         self.step_i += 1
                         self.step_scheduled = False
@@ -547,8 +579,9 @@ class _AgentReplay:
         anchors = rec.anchor_ids()
         shared: dict = {}
         lits = tuple(lit for lit, _ in self.rec_norm.values + self.live_norm.values)
-        rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits)
-        live_items = make_items(self.live, self.live_norm, anchors, shared, lits)
+        turns = rec.turn_ids()
+        rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits, turns)
+        live_items = make_items(self.live, self.live_norm, anchors, shared, lits, turns)
         stream = diff_streams(rec_items, live_items)
         not_reached = sum(1 for m in rec.msgs[cut:] if m.direction == "a2c")
         if self.stopped:

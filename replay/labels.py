@@ -26,6 +26,10 @@ def _q(s: Any, n: int = MAX) -> str:
 def describe(m: Msg, payload: Any = None) -> str:
     """`payload` is the (normalised) payload to show; defaults to the message's own."""
     p = m.payload if payload is None else payload
+    if m.kind != "invalid":
+        label = m.adapter.describe(m.kind, m.method, m.msg_type, p)
+        if label is not None:
+            return label
     if m.kind == "invalid":
         return "non-JSON frame " + _q(m.raw.decode("utf-8", "replace"), 50)
     if m.kind in ("response", "error"):
@@ -36,7 +40,7 @@ def describe(m: Msg, payload: Any = None) -> str:
     if m.method not in ("event", "request"):
         rid = "" if m.rpc_id is None else f"#{m.rpc_id}"
         return f"{m.kind} {m.method}{rid} {_short(p, 50)}"
-    t = m.wire_type or "?"
+    t = m.msg_type or "?"
     d = p if isinstance(p, dict) else {}
     try:
         if t == "ContentPart":

@@ -1,11 +1,13 @@
 """Which recorded request does a live agent request stand for? Decided by what it asks, never
 by its id (kimi makes a fresh one per run).
 
-A matcher is a small named function from a request (method, Wire type, normalised payload) to a
-JSON value; two requests match when every selected matcher gives equal values. Matchers that do
-not concern a request's type give None on both sides, so they compose freely:
+A matcher is a small named function from a request (method, the protocol adapter's finer type,
+normalised payload) to a JSON value; two requests match when every selected matcher gives equal
+values. Matchers that do not concern a request's type give None on both sides, so they compose
+freely. Each protocol adapter names its defaults (recorder/protocols/):
 
-    match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")  # default
+    wire:     ("method", "type", "approval", "tool_call", "question", "hook", "other")
+    acp, mcp: ("method", "payload")
 
 Recorded requests wait in one queue per key (the tuple of matcher values), in recording order;
 a live request takes the head of its key's queue. Register more with `@matcher("name")`.
@@ -30,7 +32,7 @@ class Request:
     """What matchers look at."""
 
     method: str | None
-    wire_type: str | None
+    msg_type: str | None
     payload: Any  # normalised
 
     def get(self, key: str) -> Any:
@@ -71,33 +73,33 @@ def _method(r: Request) -> Any:
 
 @matcher("type", "Wire request type: ApprovalRequest, ToolCallRequest, …")
 def _type(r: Request) -> Any:
-    return r.wire_type
+    return r.msg_type
 
 
 @matcher("approval", "ApprovalRequest: sender, action, description")
 def _approval(r: Request) -> Any:
-    if r.wire_type != "ApprovalRequest":
+    if r.msg_type != "ApprovalRequest":
         return None
     return [r.get("sender"), r.get("action"), r.get("description")]
 
 
 @matcher("tool_call", "ToolCallRequest: tool name and arguments (parsed JSON)")
 def _tool_call(r: Request) -> Any:
-    if r.wire_type != "ToolCallRequest":
+    if r.msg_type != "ToolCallRequest":
         return None
     return [r.get("name"), _json_or_text(r.get("arguments"))]
 
 
 @matcher("question", "QuestionRequest: the questions with their options")
 def _question(r: Request) -> Any:
-    if r.wire_type != "QuestionRequest":
+    if r.msg_type != "QuestionRequest":
         return None
     return r.get("questions")
 
 
 @matcher("hook", "HookRequest: subscription, event, target, tool name and tool input")
 def _hook(r: Request) -> Any:
-    if r.wire_type != "HookRequest":
+    if r.msg_type != "HookRequest":
         return None
     data = r.get("input_data")
     data = data if isinstance(data, dict) else {}
@@ -107,7 +109,7 @@ def _hook(r: Request) -> Any:
 
 @matcher("other", "any other request type: its whole normalised payload")
 def _other(r: Request) -> Any:
-    if r.wire_type in SPECIFIC_TYPES:
+    if r.msg_type in SPECIFIC_TYPES:
         return None
     return r.payload
 
@@ -124,20 +126,22 @@ def _tool_call_id(r: Request) -> Any:
 
 @matcher("display", "ApprovalRequest: the display blocks (command, diff, …)")
 def _display(r: Request) -> Any:
-    return r.get("display") if r.wire_type == "ApprovalRequest" else None
+    return r.get("display") if r.msg_type == "ApprovalRequest" else None
 
 
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "type", "approval", "tool_call", "question",
                                      "hook", "other")
 
 
-def parse_match_on(spec: str | Sequence[str] | None) -> tuple[str, ...]:
+def parse_match_on(spec: str | Sequence[str] | None,
+                   default: Sequence[str] = DEFAULT_MATCH_ON) -> tuple[str, ...]:
+    """Matcher names from `--match-on`; None: `default` (the protocol adapter's)."""
     if spec is None:
-        return DEFAULT_MATCH_ON
+        return tuple(default)
     names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
     names = [n for n in names if n]
     if names and names[0] == "+":  # "+,tool_call_id": the defaults and more
-        names = list(DEFAULT_MATCH_ON) + names[1:]
+        names = list(default) + names[1:]
     unknown = [n for n in names if n not in MATCHERS]
     if unknown or not names:
         raise ReplayInputError(f"unknown matcher {', '.join(unknown) or '(none given)'}",
@@ -256,22 +260,13 @@ def _replace(v: Any, mapping: dict[str, Any]) -> Any:
 
 
 def fallback_answer(live_req: Msg, mode: str) -> bytes:
-    """What `--on-unmatched reject|error` sends for a request with no recorded answer."""
+    """What `--on-unmatched reject|error` sends for a request with no recorded answer: the
+    protocol adapter's way of declining it, else a JSON-RPC error."""
     rid = live_req.rpc_id
-    p = live_req.payload if isinstance(live_req.payload, dict) else {}
     if mode == "reject":
-        t = live_req.wire_type
-        if t == "ApprovalRequest":
-            result = {"request_id": p.get("id", rid), "response": "reject",
-                      "feedback": "wire-replay: no recorded answer for this request"}
-        elif t == "QuestionRequest":
-            result = {"request_id": p.get("id", rid), "answers": {}}
-        elif t == "HookRequest":
-            result = {"request_id": p.get("id", rid), "action": "block",
-                      "reason": "wire-replay: no recorded answer for this request"}
-        else:
-            mode = "error"
-        if mode == "reject":
+        result = live_req.adapter.reject_answer(live_req.method, live_req.msg_type,
+                                                live_req.payload, rid)
+        if result is not None:
             return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {
         "code": -32000, "message": "wire-replay: no recorded answer for this request"}})

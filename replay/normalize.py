@@ -22,6 +22,8 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
+from recorder import protocols
+
 from .errors import ReplayInputError
 from .recording import Msg
 
@@ -52,7 +54,7 @@ class IgnoreRule:
 
     def applies(self, m: Msg) -> bool:
         s = self.selector
-        return s is None or s == m.wire_type or s == m.method or s == m.kind
+        return s is None or s == m.msg_type or s == m.method or s == m.kind
 
     @functools.cached_property
     def literal_key(self) -> bytes | None:
@@ -60,21 +62,12 @@ class IgnoreRule:
         return None if last in ("*", "**") else orjson.dumps(last)
 
 
-DEFAULT_IGNORE: tuple[IgnoreRule, ...] = (
-    IgnoreRule("request", ("id",), "agent request ids are fresh on every run (uuid4; 12 hex for hooks)"),
-    IgnoreRule("request", ("params", "payload", "id"), "= the request's JSON-RPC id"),
-    IgnoreRule("ApprovalRequest", ("params", "payload", "source_id"), "uuid4 hex, one per turn"),
-    IgnoreRule("ApprovalResponse", ("params", "payload", "request_id"), "echoes the request id"),
-    IgnoreRule(None, ("**", "agent_id"), "subagent ids (a + 8 hex)"),
-    IgnoreRule("StepRetry", ("params", "payload", "wait_s"), "exponential back-off jitter"),
-    IgnoreRule("HookResolved", ("params", "payload", "duration_ms"), "measured"),
-    IgnoreRule("HookRequest", ("params", "payload", "input_data", "session_id"), "kimi session id"),
-    IgnoreRule("HookRequest", ("params", "payload", "input_data", "cwd"), "work dir"),
-    IgnoreRule("Notification", ("params", "payload", "id"), "n + 8 hex"),
-    IgnoreRule("Notification", ("params", "payload", "created_at"), "clock"),
-    IgnoreRule("Notification", ("params", "payload", "payload", "finished_at"), "clock"),
-    IgnoreRule("Notification", ("params", "payload", "payload", "duration_s"), "measured"),
-)
+def default_rules(adapter) -> tuple[IgnoreRule, ...]:
+    """The protocol adapter's ignore rules (recorder/protocols/), parsed."""
+    return tuple(IgnoreRule.parse(text, reason) for text, reason in adapter.ignore)
+
+
+DEFAULT_IGNORE: tuple[IgnoreRule, ...] = default_rules(protocols.get("wire"))
 
 # (name, pattern, placeholder). One combined regex runs over each frame's raw bytes.
 VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
@@ -155,7 +148,7 @@ class Normalizer:
     def _rules_for(self, m: Msg) -> list[IgnoreRule]:
         get = self._by_selector.get
         out = list(get(None, ()))
-        for key in {m.wire_type, m.method, m.kind}:
+        for key in {m.msg_type, m.method, m.kind}:
             if key is not None:
                 out.extend(get(key, ()))
         return out
@@ -176,15 +169,12 @@ class Normalizer:
         return obj
 
     def payload(self, m: Msg) -> Any:
-        """The normalised Wire payload (or params/result) of a message."""
+        """The normalised payload (the adapter's view of params, or the result/error)."""
         v = self.value(m)
         if not isinstance(v, dict):
             return v
         if "method" in v:
-            p = v.get("params")
-            if m.method in ("event", "request") and isinstance(p, dict):
-                return p.get("payload")
-            return p
+            return m.adapter.payload(m.method, v.get("params"))
         return v.get("result", v.get("error"))
 
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import orjson
 
+from recorder import protocols
 from recorder.errors import UserError
+from recorder.protocols.base import Adapter
 from recorder.transcript import load_recording
 
 from .errors import ReplayInputError
@@ -33,10 +35,11 @@ class Msg:
     kind: str = "invalid"  # request | notification | response | error | invalid
     method: str | None = None
     rpc_id: Any = None
-    wire_type: str | None = None
+    msg_type: str | None = None  # the adapter's finer type (Wire event/request type, …)
     payload: Any = None
     newline: bool = True
     index: int = -1  # position among the session's messages
+    adapter: Adapter = protocols.get("wire")
 
     @property
     def id_key(self) -> bytes | None:
@@ -53,13 +56,17 @@ class Msg:
             return ("response", self.id_key)
         if self.kind == "invalid":
             return ("invalid",)
-        if self.method in ("event", "request"):
-            return (self.method, self.wire_type)
+        if self.msg_type is not None:
+            return (self.method, self.msg_type)
         return (self.kind, self.method)
 
 
-def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True) -> Msg:
-    m = Msg(direction, raw, t, newline=newline)
+WIRE = protocols.get("wire")
+
+
+def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True,
+              adapter: Adapter = WIRE) -> Msg:
+    m = Msg(direction, raw, t, newline=newline, adapter=adapter)
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -75,12 +82,8 @@ def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True) 
         m.kind = "request" if "id" in obj else "notification"
         m.rpc_id = obj.get("id")
         params = obj.get("params")
-        if method in ("event", "request") and isinstance(params, dict):
-            t_ = params.get("type")
-            m.wire_type = t_ if isinstance(t_, str) else None
-            m.payload = params.get("payload")
-        else:
-            m.payload = params
+        m.msg_type = adapter.msg_type(method, params)
+        m.payload = adapter.payload(method, params)
         return m
     if "error" in obj:
         m.kind, m.rpc_id, m.payload = "error", obj.get("id"), obj.get("error")
@@ -101,6 +104,12 @@ class Recording:
     answers: dict[int, int] = field(default_factory=dict)
     # recorded client request id (id_key) -> method
     client_requests: dict[bytes, str] = field(default_factory=dict)
+
+    adapter: Adapter = WIRE
+
+    @property
+    def protocol(self) -> str:
+        return self.adapter.name
 
     @property
     def session_id(self) -> str:
@@ -140,12 +149,11 @@ class Recording:
 
     def anchor_ids(self) -> set[bytes]:
         """Client requests whose responses fix the order of what surrounds them."""
-        return {k for k, m in self.client_requests.items() if m in ANCHOR_METHODS}
+        return {k for k, m in self.client_requests.items() if m in self.adapter.anchor_methods}
 
-
-# Responses to these client requests come after everything their turn emitted (wire spec §5);
-# the responses to cancel and steer race with the turn's StatusUpdate, so they are no anchors.
-ANCHOR_METHODS = frozenset({"initialize", "prompt", "replay", "set_plan_mode"})
+    def turn_ids(self) -> set[bytes]:
+        """Client requests that are turns (prompts): their responses end a turn."""
+        return {k for k, m in self.client_requests.items() if m in self.adapter.turn_methods}
 
 
 # wire-proxy stamps a frame after forwarding it, so a fast client's reaction (the prompt sent on the
@@ -202,7 +210,29 @@ def repair_order(msgs: list[Msg]) -> list[Msg]:
     return out
 
 
+def session_adapter(session: dict, frames) -> Adapter:
+    """The recorded session's protocol adapter: its protocol column, else detected from the
+    client's frames (recordings imported from elsewhere)."""
+    name = session.get("protocol")
+    if name in protocols.ADAPTERS:
+        return protocols.get(name)
+    for f in frames:
+        if f.direction != "c2a":
+            continue
+        try:
+            obj = orjson.loads(bytes(f.raw))
+        except (orjson.JSONDecodeError, TypeError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("method"), str):
+            hint = protocols.detect(obj["method"], obj.get("params"), "c2a")
+            if hint is not None:
+                return protocols.get(hint[0])
+    return WIRE
+
+
 def build_recording(path: str, session: dict, frames) -> Recording:
+    frames = list(frames)
+    adapter = session_adapter(session, frames)
     mono0 = session.get("mono_start_ns")
     msgs: list[Msg] = []
     eof_t: float | None = None
@@ -218,7 +248,7 @@ def build_recording(path: str, session: dict, frames) -> Recording:
         if mono0 is None:
             mono0 = f.mono_ns or 0
         t = ((f.mono_ns or mono0) - mono0) / 1e9
-        msgs.append(parse_msg(bytes(f.raw), f.direction, t, f.newline is not False))
+        msgs.append(parse_msg(bytes(f.raw), f.direction, t, f.newline is not False, adapter))
     msgs = repair_order(msgs)
     eof_at = next((i for i, m in enumerate(msgs) if m.kind == "eof"), None)
     if eof_at is not None:
@@ -226,6 +256,7 @@ def build_recording(path: str, session: dict, frames) -> Recording:
     for n, m in enumerate(msgs):
         m.index = n
     rec = Recording(path, session, msgs, eof_at, eof_t)
+    rec.adapter = adapter
     open_agent_requests: dict[bytes, int] = {}
     for m in msgs:
         k = m.id_key

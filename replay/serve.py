@@ -40,7 +40,7 @@ class _Serve:
     def __init__(self, rec: Recording, opts: ReplayOptions, stdin_fd: int, stdout_fd: int):
         self.rec, self.opts = rec, opts
         self.in_fd, self.out_fd = stdin_fd, stdout_fd
-        rules = opts.rules()
+        rules = opts.rules(rec.adapter)
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
         self.live_norm = Normalizer(rules, ())
         self.inbox: queue.Queue = queue.Queue()
@@ -49,7 +49,7 @@ class _Serve:
         self.id_map: dict[bytes, Any] = {}  # recorded client request id -> live id
         self.divs: list[Divergence] = []
         self.frames: list[LiveFrame] = []
-        self.pos = Position()
+        self.pos = Position(rec.turn_ids())
         self.stats: dict[str, int] = {"received": 0, "emitted": 0, "answers_checked": 0}
         self.stopped: str | None = None
         self.n_live = 0
@@ -105,7 +105,7 @@ class _Serve:
                                          event="client_eof", data={}))
             return
         t_ns, raw, nl = item
-        m = parse_msg(raw, "c2a", (t_ns - self.t0_ns) / 1e9, nl)
+        m = parse_msg(raw, "c2a", (t_ns - self.t0_ns) / 1e9, nl, self.rec.adapter)
         m.index = self.n_live
         self.n_live += 1
         self.frames.append(LiveFrame("c2a", t_ns, time.time_ns(), raw, nl))
