@@ -374,6 +374,8 @@ class _AgentReplay:
         if entry is not None:
             self.stats["requests_matched"] += 1
             ans = self.rec.answer_to(entry.msg)
+            if ans is not None and ans.kind == "response":
+                self._effects(m)
             if ans is not None:
                 delay = (ans.t - entry.msg.t) / self.opts.speed if self.opts.speed > 0 else 0.0
                 self._schedule(now + max(0.0, delay), "answer", rewrite_answer(ans, entry.msg, m))
@@ -393,6 +395,24 @@ class _AgentReplay:
                                         f"{what}; answered with {'a rejection' if mode == 'reject' else 'a JSON-RPC error'}",
                                         None, None, details))
             self._schedule(now, "answer", fallback_answer(m, mode))
+
+    def _effects(self, live: Msg) -> None:
+        """Repeat what the recorded client did besides answering (ACP: write the file), but
+        never outside the replay's work dir."""
+        params = live.obj.get("params") if isinstance(live.obj, dict) else None
+        for what, path, content in self.adapter.client_effects(live.method, params):
+            root = os.path.realpath(self.cwd or os.getcwd())
+            target = os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path))
+            if what != "write_file" or os.path.commonpath([root, target]) != root:
+                self.stats["effects_skipped"] += 1
+                continue
+            try:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "w", encoding="utf-8") as f:
+                    f.write(content)
+                self.stats["files_written"] += 1
+            except OSError:
+                self.stats["effects_failed"] += 1
 
     def _learn_values(self, live: Msg) -> None:
         recorded = self.rec_responses.get(live.id_key)

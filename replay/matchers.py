@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from .errors import ReplayInputError
-from .labels import _short
+from .labels import _short, field_diff
 from .normalize import canonical
 from .recording import Msg
 
@@ -214,8 +214,11 @@ class RequestBook:
             detail = ""
             if failed:
                 i = self.match_on.index(failed[0])
-                detail = (f"{failed[0]}: recorded {_short(orjson.loads(e.parts[i]), 60)}, "
-                          f"live {_short(orjson.loads(parts[i]), 60)}")
+                old, new = orjson.loads(e.parts[i]), orjson.loads(parts[i])
+                diffs = field_diff(old, new, limit=1) if isinstance(old, (dict, list)) else []
+                # the first differing field says more than the start of two long payloads
+                detail = (f"{failed[0]}: {diffs[0]}" if diffs else
+                          f"{failed[0]}: recorded {_short(old, 60)}, live {_short(new, 60)}")
             out.append(NearMiss(e, failed, detail))
         return out
 

@@ -71,6 +71,14 @@ class Acp(Adapter):
         sid = get_path(result, "sessionId")
         return [sid] if isinstance(sid, str) else []
 
+    def client_effects(self, method, params):
+        # kimi stats the file it asked the client to write (WriteFile's "Current size")
+        if method == "fs/write_text_file":
+            path, content = get_path(params, "path"), get_path(params, "content")
+            if isinstance(path, str) and isinstance(content, str):
+                return [("write_file", path, content)]
+        return []
+
     def reject_answer(self, method, msg_type, payload, rpc_id) -> Any | None:
         if method == "session/request_permission":
             for opt in get_path(payload, "options") or []:

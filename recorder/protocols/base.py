@@ -72,6 +72,12 @@ class Adapter:
         rewrites them in the client's later frames."""
         return []
 
+    def client_effects(self, method: str | None, params: Any) -> list[tuple[str, str, str]]:
+        """What the recorded client did on the machine when it answered this request, beyond the
+        answer itself, and the agent may check: [("write_file", path, content)]. Replay repeats
+        it (inside the replay's work dir only) before re-serving the recorded answer."""
+        return []
+
     def reject_answer(self, method: str | None, msg_type: str | None, payload: Any,
                       rpc_id: Any) -> Any | None:
         """A `result` that declines an agent request nobody recorded (--on-unmatched reject);
