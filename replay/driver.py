@@ -644,6 +644,8 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     if agent:
         argv, run_cwd = [str(a) for a in agent], cwd
+        if os.sep in argv[0] and not os.path.isabs(argv[0]):
+            argv[0] = os.path.abspath(argv[0])  # as typed, not relative to --cwd
         check_command(argv, run_cwd, recorded=False)
     else:
         argv, run_cwd = rec.command, cwd or rec.cwd

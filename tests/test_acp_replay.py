@@ -1,0 +1,104 @@
+"""ACP replay against the real agent: `kimi acp` (scripted echo LLM) re-run from recordings made
+through the real proxy with the official ACP SDK client. Session ids, tool call ids and the work
+dir differ between the recording and the replay; the replay must pass anyway, and fail, naming
+the first divergence, when the agent's script changes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from recorder.store import open_store
+from replay.driver import replay_session
+from replay.recording import load
+from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_scenario,
+                                           run_acp_scenario)
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SAMPLE = ROOT / "sample_sessions" / "acp_tools.jsonl"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, kimi_exe, acp_python) -> str:
+    """A fresh recording of acp_tools through wire-proxy."""
+    db = str(tmp_path_factory.mktemp("acp") / "acp.db")
+    sc = ACP_SCENARIOS["acp_tools"]
+    result = run_acp_scenario(sc, [str(BIN / "wire-proxy"), "-q", "--db", db, "--"],
+                              kimi=kimi_exe, acp_python=acp_python)
+    assert check_acp_scenario(sc, result) == []
+    return db
+
+
+def fresh_run(kimi_exe, name: str = "acp_tools") -> AcpRun:
+    sc = ACP_SCENARIOS[name]
+    return AcpRun.create(sc.scripts, sc.files, kimi=kimi_exe)
+
+
+def live_session_ids(result) -> set[str]:
+    out = set()
+    for f in result.frames:
+        if f.direction == "a2c":
+            obj = orjson.loads(f.raw)
+            sid = (obj.get("result") or {}).get("sessionId") if isinstance(obj, dict) else None
+            if sid:
+                out.add(sid)
+    return out
+
+
+@pytest.mark.parametrize("source", ["sample", "fresh"])
+def test_acp_session_replays_against_a_fresh_agent(source, recorded, kimi_exe):
+    path = str(SAMPLE) if source == "sample" else recorded
+    rec = load(path)
+    assert rec.protocol == "acp"
+    recorded_sid = next(m.payload["sessionId"] for m in rec.msgs
+                        if m.kind == "response" and isinstance(m.payload, dict)
+                        and "sessionId" in m.payload)
+    with fresh_run(kimi_exe) as run:
+        result = replay_session(rec, run.argv(), env=run.env(), cwd=str(run.workdir))
+        written = (run.workdir / "summary.txt").read_text()
+    assert result.ok, [d.headline() for d in result.divergences]
+    # every agent->client request was answered from the recording: 3 permissions, 4 terminal/*,
+    # fs read and write
+    assert result.stats["requests_matched"] == result.stats["recorded_requests"] == 9
+    live_sids = live_session_ids(result)
+    assert live_sids and recorded_sid not in live_sids  # a new session id, mapped for the client
+    assert result.stats["values_rewritten"] == 1
+    sent = b"".join(f.raw for f in result.frames if f.direction == "c2a")
+    assert recorded_sid.encode() not in sent and live_sids.pop().encode() in sent
+    assert rec.cwd.encode() not in sent  # the recorded work dir became the live one
+    # the recorded client wrote summary.txt; the replay did too (kimi stats it afterwards)
+    assert result.stats["files_written"] == 1 and written == "Notes: alpha, beta, gamma.\n"
+
+
+def test_changed_script_fails_naming_the_first_divergence(recorded, kimi_exe):
+    with fresh_run(kimi_exe, "acp_tools_changed") as run:
+        proc = subprocess.run([str(BIN / "wire-replay"), recorded, "--cwd", str(run.workdir), "--",
+                               *run.argv()], env=run.env(), capture_output=True, text=True,
+                              timeout=180)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    first = next(line for line in proc.stdout.splitlines() if line.startswith("first divergence"))
+    assert "turn 1" in first and "echo hello from the terminal" in first \
+        and "echo goodbye from the terminal" in first
+    assert "no recorded request matches session/request_permission" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_acp_recording_keys_pending_requests_by_direction(recorded):
+    """Client and agent both count ids from 0: the client's answer to agent request 0 and the
+    agent's answer to client request 0 must pair with the right requests."""
+    rec = load(recorded)
+    both = {m.rpc_id for m in rec.msgs if m.kind == "request" and m.direction == "c2a"} & \
+        {m.rpc_id for m in rec.msgs if m.kind == "request" and m.direction == "a2c"}
+    assert 0 in both
+    for req_i, ans_i in rec.answers.items():
+        req, ans = rec.msgs[req_i], rec.msgs[ans_i]
+        assert (req.direction, ans.direction) == ("a2c", "c2a") and req.rpc_id == ans.rpc_id
+    assert len(rec.answers) == 9
+    with open_store(recorded, read_only=True) as store:
+        (session,) = store.sessions()
+        assert not [f for f in store.frames(session["session_id"]) if f.anomaly]
