@@ -176,7 +176,10 @@ class Classifier:
                 self.protocol, self.version = hint
                 if ex.method is not None:  # judged again now that the protocol is known
                     ex = classify(raw, direction, self.protocol)
-            elif self.version is None and hint[0] == self.protocol and hint[1]:
+            elif hint[0] == self.protocol and hint[1] and (
+                    self.version is None or ex.method == "initialize"):
+                # an MCP client that falls back from server/discover settles the version in
+                # initialize
                 self.version = hint[1]
         if ex.method is not None and self.protocol:
             other = protocols.foreign(ex.method, protocols.get(self.protocol))

@@ -213,7 +213,12 @@ class _AgentReplay:
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
-        self.live_norm = Normalizer(rules, environment_values(argv, cwd, dict(env) if env else None))
+        # recorded answers are re-served into the live run, so the recorded paths in them can come
+        # back in live frames (an MCP server echoing the roots it was given)
+        rec_values = environment_values(rec.command, rec.cwd)
+        live_values = environment_values(argv, cwd, dict(env) if env else None)
+        self.live_norm = Normalizer(rules, sorted(set(live_values + rec_values),
+                                                  key=lambda x: -len(x[0])))
         self.book = RequestBook(parse_match_on(opts.match_on, self.adapter.default_match_on))
         # Recorded values the client sends back, and what the live run has instead: the work dir
         # (an ACP client names it in session/new) and values the agent mints in its responses
@@ -598,7 +603,7 @@ class _AgentReplay:
         rec_msgs = [m for m in rec.msgs[:cut] if m.direction == "a2c"]
         anchors = rec.anchor_ids()
         shared: dict = {}
-        lits = tuple(lit for lit, _ in self.rec_norm.values + self.live_norm.values)
+        lits = tuple(lit for lit, _ in self.live_norm.values)
         turns = rec.turn_ids()
         rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits, turns)
         live_items = make_items(self.live, self.live_norm, anchors, shared, lits, turns)

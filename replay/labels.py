@@ -33,13 +33,15 @@ def describe(m: Msg, payload: Any = None) -> str:
     if m.kind == "invalid":
         return "non-JSON frame " + _q(m.raw.decode("utf-8", "replace"), 50)
     if m.kind in ("response", "error"):
-        rid = m.rpc_id if isinstance(m.rpc_id, str) else _short(m.rpc_id)
+        rid = "" if m.rpc_id is None else \
+            " " + (m.rpc_id if isinstance(m.rpc_id, str) else _short(m.rpc_id))
         if m.kind == "error" and isinstance(p, dict):
-            return f"error {rid} {p.get('code')} {_q(p.get('message'), 50)}"
-        return f"response {rid} {_short(p, 50)}"
+            return f"error{rid} {p.get('code')} {_q(p.get('message'), 50)}"
+        return f"response{rid} {_short(p, 50)}"
     if m.method not in ("event", "request"):
         rid = "" if m.rpc_id is None else f"#{m.rpc_id}"
-        return f"{m.kind} {m.method}{rid} {_short(p, 50)}"
+        body = "" if p is None else " " + _short(p, 50)
+        return f"{m.kind} {m.method}{rid}{body}"
     t = m.msg_type or "?"
     d = p if isinstance(p, dict) else {}
     try:

@@ -42,7 +42,8 @@ class _Serve:
         self.in_fd, self.out_fd = stdin_fd, stdout_fd
         rules = opts.rules(rec.adapter)
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
-        self.live_norm = Normalizer(rules, ())
+        # the client under test started us in its work dir (its roots, its paths)
+        self.live_norm = Normalizer(rules, environment_values([], os.getcwd()))
         self.inbox: queue.Queue = queue.Queue()
         self.buffer: list[Msg] = []  # live client frames not consumed yet
         self.client_eof = False

@@ -2,6 +2,7 @@
 
     .venv/bin/python sample_sessions/record.py            # every scenario -> sample_sessions/NAME.jsonl
     .venv/bin/python sample_sessions/record.py approve_shell --db demo.db   # one, keep its .db
+    .venv/bin/python sample_sessions/record.py acp_tools     # ACP: kimi acp + the ACP SDK client
 
 Each scenario runs kimi-cli 1.51.0 with its `_scripted_echo` LLM behind `wire-proxy`, is checked
 (the intended requests and answers happened), and is exported as a text transcript, so a reviewer
@@ -24,6 +25,8 @@ if str(ROOT) not in sys.path:
 from recorder.errors import UserError  # noqa: E402
 from recorder.store import open_store  # noqa: E402
 from recorder.transcript import write_transcript  # noqa: E402
+from sample_sessions.acp_scenarios import (  # noqa: E402
+    ACP_SCENARIOS, check_acp_scenario, run_acp_scenario)
 from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario  # noqa: E402
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
@@ -31,10 +34,13 @@ WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
 
 def record(name: str, db: str, out_dir: Path | None = HERE) -> tuple[str, list[str]]:
     """Record one scenario into db (appending a session); return (session id, problems)."""
-    scenario = SCENARIOS[name]
     prefix = [WIRE_PROXY, "-q", "--db", db, "--name", name, "--tag", f"scenario={name}", "--"]
-    result = run_scenario(scenario, prefix)
-    problems = check_scenario(scenario, result)
+    if name in ACP_SCENARIOS:  # `kimi acp` driven by the ACP SDK client
+        acp_scenario = ACP_SCENARIOS[name]
+        problems = check_acp_scenario(acp_scenario, run_acp_scenario(acp_scenario, prefix))
+    else:
+        scenario = SCENARIOS[name]
+        problems = check_scenario(scenario, run_scenario(scenario, prefix))
     with open_store(db, read_only=True) as store:
         session = [s for s in store.sessions() if s["name"] == name][-1]
         if out_dir is not None:
@@ -45,14 +51,15 @@ def record(name: str, db: str, out_dir: Path | None = HERE) -> tuple[str, list[s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"scenarios (default: all): {', '.join(SCENARIOS)}")
+    known = [*SCENARIOS, *ACP_SCENARIOS]
+    ap.add_argument("names", nargs="*", help=f"scenarios (default: all but variants): {', '.join(known)}")
     ap.add_argument("--db", help="also keep the recording in this DuckDB file")
     ap.add_argument("--no-transcript", action="store_true", help="do not write sample_sessions/*.jsonl")
     args = ap.parse_args(argv)
-    names = args.names or list(SCENARIOS)
-    unknown = [n for n in names if n not in SCENARIOS]
+    names = args.names or [*SCENARIOS, *(n for n, sc in ACP_SCENARIOS.items() if sc.sample)]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"record.py: unknown scenario {unknown[0]!r}; known: {', '.join(SCENARIOS)}",
+        print(f"record.py: unknown scenario {unknown[0]!r}; known: {', '.join(known)}",
               file=sys.stderr)
         return 2
     failed = 0

@@ -41,3 +41,30 @@ def kimi_run(kimi_exe, tmp_path):
     yield make
     for run in runs:
         run.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mcp_peers() -> dict[str, Path]:
+    """The MCP peers (.peers/mcp2, .peers/mcp1, mcp-server-time, mcp-server-git, git);
+    skip (fail on CI) when one is not installed."""
+    from sample_sessions.mcp_scenarios import McpPeerMissing, find_mcp_peers
+
+    try:
+        return find_mcp_peers()
+    except McpPeerMissing as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"MCP peer missing on CI: {e.one_line()}")
+        pytest.skip(e.one_line())
+
+
+@pytest.fixture(scope="session")
+def acp_python() -> Path:
+    """The interpreter of the ACP client SDK venv (.peers/acp); skip (fail on CI) when missing."""
+    from sample_sessions.acp_scenarios import AcpSdkMissing, find_acp_python
+
+    try:
+        return find_acp_python()
+    except AcpSdkMissing as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"ACP client SDK missing on CI: {e.one_line()}")
+        pytest.skip(e.one_line())

@@ -102,11 +102,11 @@ def test_generated_volatile_values_never_count(kinds):
 
 def book_of(*msgs, match_on=DEFAULT_MATCH_ON):
     n = Normalizer()
-    return RequestBook(match_on).extend((m, Request(m.method, m.wire_type, n.payload(m))) for m in msgs)
+    return RequestBook(match_on).extend((m, Request(m.method, m.msg_type, n.payload(m))) for m in msgs)
 
 
 def as_request(m):
-    return Request(m.method, m.wire_type, Normalizer().payload(m))
+    return Request(m.method, m.msg_type, Normalizer().payload(m))
 
 
 def test_one_queue_per_key_used_in_recording_order():
@@ -208,7 +208,7 @@ def test_streamed_content_order_counts():
 def test_a_frame_moving_across_an_anchor_is_a_divergence():
     base = turn_frames(["su", "ar", "tr"])
     moved = list(base)
-    i = next(i for i, m in enumerate(moved) if m.wire_type == "StatusUpdate")
+    i = next(i for i, m in enumerate(moved) if m.msg_type == "StatusUpdate")
     su = moved.pop(i)
     moved.insert(len(moved) - 2, su)  # into step 2
     assert diff_streams(items(base), items(moved))

@@ -1,0 +1,481 @@
+"""ACP sessions against the real agent: `kimi acp` driven by the official ACP SDK client.
+
+    from sample_sessions.acp_scenarios import ACP_SCENARIOS, run_acp_scenario, check_acp_scenario
+    sc = ACP_SCENARIOS["acp_tools"]
+    result = run_acp_scenario(sc)                                              # kimi directly
+    result = run_acp_scenario(sc, ["wire-proxy", "-q", "--db", db, "--"])     # through the proxy
+    assert check_acp_scenario(sc, result) == []
+
+The client is `sample_sessions/peers/acp_client.py`, run with the ACP SDK's own interpreter
+(`.peers/acp/bin/python`, agent-client-protocol 0.12.1; `$WIRE_ACP_PYTHON` overrides it). It
+spawns `command_prefix + [kimi, "acp"]`, advertises fs read/write and terminal, answers
+permissions from the scenario's list, serves fs/* on real files and terminal/* by running the
+command. kimi runs offline with its `_scripted_echo` LLM: `kimi acp` takes no options, so the
+config goes to `$HOME/.kimi/config.toml`, with a dummy OAuth token file beside it (without one
+`session/new` answers AUTH_REQUIRED). Facts: shared/protocol/acp-mcp-peers.md.
+
+What differs between two runs of the same scenario (everything else is frame-for-frame equal):
+the ACP sessionId (uuid4), the turn uuid prefix of every toolCallId (`<uuid4>/call-shell-1`, a
+new uuid per session/prompt), and absolute paths (session/new cwd, fs paths, diff paths, and the
+kimi executable in initialize's authMethods `_meta.terminal-auth.command`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from recorder.kimi_peer import CONFIG_TOML, PeerMissing, clean_env, find_kimi
+from sample_sessions.scenarios import msg_id, script, shell, text, think, tool_call, usage
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent
+CLIENT_SCRIPT = HERE / "peers" / "acp_client.py"
+ENV_ACP_PYTHON = "WIRE_ACP_PYTHON"
+DEFAULT_ACP_PYTHON = REPO_ROOT / ".peers" / "acp" / "bin" / "python"
+ACP_SDK_VERSION = "0.12.1"
+
+# kimi's ACP server only checks that an access token exists and has not expired (2100-01-01);
+# the echo provider never uses it.
+CREDENTIALS = {
+    "access_token": "offline-dummy",
+    "refresh_token": "offline-dummy",
+    "expires_at": 4102444800,
+    "scope": "",
+    "token_type": "Bearer",
+    "expires_in": 0,
+}
+
+
+class AcpSdkMissing(PeerMissing):
+    """The ACP client SDK venv is not installed where we look for it."""
+
+
+def find_acp_python() -> Path:
+    """The interpreter that has the ACP SDK: $WIRE_ACP_PYTHON, else <repo>/.peers/acp/bin/python."""
+    explicit = os.environ.get(ENV_ACP_PYTHON)
+    p = Path(explicit).expanduser() if explicit else DEFAULT_ACP_PYTHON
+    if p.is_file() and os.access(p, os.X_OK):
+        return p  # not resolved: a venv's python is a symlink, resolving it loses the venv
+    where = f"${ENV_ACP_PYTHON}={explicit}" if explicit else str(DEFAULT_ACP_PYTHON)
+    raise AcpSdkMissing(
+        f"ACP client SDK not found: {where} is not an executable file",
+        f"install it with `bash scripts/setup-peers` (creates .peers/acp with "
+        f"agent-client-protocol=={ACP_SDK_VERSION}), or set {ENV_ACP_PYTHON}=/path/to/python",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# scratch environment
+
+
+@dataclass
+class AcpRun:
+    """Scratch folder for one `kimi acp` run: HOME (.kimi/config.toml + credentials), the echo
+    scripts, and a work dir with the scenario's files. Use `AcpRun.create(...)`."""
+
+    kimi: Path
+    root: Path
+    home: Path
+    workdir: Path
+    scripts_path: Path
+    keep: bool = False
+
+    @classmethod
+    def create(
+        cls,
+        scripts: Sequence[str],
+        files: Mapping[str, str] | None = None,
+        *,
+        kimi: Path | str | None = None,
+        tmp_root: Path | str | None = None,
+        max_context_size: int = 100000,
+        keep: bool = False,
+    ) -> "AcpRun":
+        exe = Path(kimi) if kimi is not None else find_kimi()
+        # realpath: kimi keys its session folder (and reports paths) on the canonical work dir
+        root = Path(os.path.realpath(
+            tempfile.mkdtemp(prefix="kimi-acp-", dir=str(tmp_root) if tmp_root else None)))
+        home, workdir = root / "home", root / "work"
+        kimi_dir = home / ".kimi"
+        (kimi_dir / "credentials").mkdir(parents=True)
+        workdir.mkdir()
+        (kimi_dir / "config.toml").write_text(
+            CONFIG_TOML.format(max_context_size=int(max_context_size)), encoding="utf-8")
+        cred = kimi_dir / "credentials" / "kimi-code.json"
+        cred.write_text(json.dumps(CREDENTIALS), encoding="utf-8")
+        cred.chmod(0o600)
+        for rel, content in (files or {}).items():
+            p = workdir / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content, encoding="utf-8")
+        run = cls(kimi=exe, root=root, home=home, workdir=workdir,
+                  scripts_path=root / "scripts.json", keep=keep)
+        run.write_scripts(scripts)
+        return run
+
+    def write_scripts(self, scripts: Sequence[str]) -> None:
+        for s in scripts:
+            if not isinstance(s, str):
+                raise TypeError(f"echo scripts must be strings, got {type(s).__name__}")
+        self.scripts_path.write_text(json.dumps(list(scripts), ensure_ascii=False, indent=1),
+                                     encoding="utf-8")
+
+    def argv(self) -> list[str]:
+        return [str(self.kimi), "acp"]
+
+    def agent_env(self) -> dict[str, str]:
+        """What the agent (and a proxy in front of it) needs on top of the SDK's trimmed env."""
+        return {
+            "HOME": str(self.home),
+            "KIMI_SCRIPTED_ECHO_SCRIPTS": str(self.scripts_path),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        }
+
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Environment for starting `kimi acp` directly (e.g. under wire-replay)."""
+        env = clean_env(base)
+        env.update(self.agent_env())
+        return env
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / ".kimi" / "logs" / "kimi.log"
+
+    def cleanup(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "AcpRun":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios and results
+
+Check = Callable[["AcpResult"], list[str]]
+
+
+@dataclass
+class AcpScenario:
+    name: str
+    description: str
+    scripts: list[str]
+    prompts: list[str]
+    permissions: list[str]  # approve | reject | approve_for_session | cancelled, in order
+    files: dict[str, str] = field(default_factory=dict)  # work dir contents before the run
+    check: Check | None = None
+    timeout: float = 60.0
+    sample: bool = True  # recorded to sample_sessions/NAME.jsonl by record.py (all)
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AcpResult:
+    exit_code: int | None  # the client's
+    summary: dict[str, Any]
+    raw_in: bytes  # exact bytes the client read from the agent's stdout (a2c)
+    raw_out: bytes  # exact bytes the client wrote to the agent's stdin (c2a)
+    client_stderr: str
+    agent_stderr: bytes
+    files: dict[str, str]  # work dir files after the run (relative path -> text)
+    timed_out: bool = False
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompts(self) -> list[dict[str, Any]]:
+        return self.summary.get("prompts", [])
+
+    @staticmethod
+    def _lines(raw: bytes) -> list[bytes]:
+        parts = raw.split(b"\n")
+        if parts and parts[-1] == b"":
+            parts.pop()
+        return parts
+
+    def received(self) -> list[dict[str, Any]]:
+        """Decoded agent->client messages, in order."""
+        return [json.loads(x) for x in self._lines(self.raw_in) if x.strip()]
+
+    def sent(self) -> list[dict[str, Any]]:
+        """Decoded client->agent messages, in order."""
+        return [json.loads(x) for x in self._lines(self.raw_out) if x.strip()]
+
+    def received_lines(self) -> list[bytes]:
+        return self._lines(self.raw_in)
+
+    def sent_lines(self) -> list[bytes]:
+        return self._lines(self.raw_out)
+
+
+def _plan(scenario: AcpScenario, run: AcpRun) -> dict[str, Any]:
+    return {
+        "cwd": str(run.workdir),
+        "prompts": list(scenario.prompts),
+        "permissions": list(scenario.permissions),
+        "env": run.agent_env(),
+        "timeout": scenario.timeout,
+        "await_commands": 5,
+        "client_info": {"name": "wire-recorder-acp-client", "version": "1"},
+    }
+
+
+def run_acp_scenario(
+    scenario: AcpScenario,
+    command_prefix: Sequence[str] = (),
+    *,
+    kimi: Path | str | None = None,
+    acp_python: Path | str | None = None,
+    scripts: Sequence[str] | None = None,
+    tmp_root: Path | str | None = None,
+    keep: bool = False,
+) -> AcpResult:
+    """Run one scenario: fresh scratch HOME/work dir, client -> `command_prefix + [kimi, acp]`.
+
+    `scripts` replaces the scenario's echo scripts. `result.context` gets scenario, home,
+    workdir, argv (the dirs are deleted afterwards unless keep=True). Raises PeerMissing when
+    kimi or the ACP SDK cannot be found.
+    """
+    py = Path(acp_python) if acp_python is not None else find_acp_python()
+    run = AcpRun.create(scenario.scripts if scripts is None else scripts, scenario.files,
+                        kimi=kimi, tmp_root=tmp_root, keep=keep)
+    try:
+        plan_path = run.root / "plan.json"
+        plan_path.write_text(json.dumps(_plan(scenario, run), indent=1), encoding="utf-8")
+        out = {k: run.root / f"client.{k}" for k in ("summary", "raw-in", "raw-out", "agent-stderr")}
+        agent_argv = [*map(str, command_prefix), *run.argv()]
+        argv = [str(py), str(CLIENT_SCRIPT), str(plan_path),
+                *(x for k, p in out.items() for x in (f"--{k}", str(p))), "--", *agent_argv]
+        timed_out = False
+        try:
+            proc = subprocess.run(argv, env=run.env(), cwd=run.workdir, capture_output=True, check=False,
+                                  timeout=scenario.timeout + 120)
+            rc, err = proc.returncode, proc.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as e:
+            timed_out, rc = True, None
+            err = (e.stderr or b"").decode("utf-8", "replace")
+
+        def read(k: str) -> bytes:
+            return out[k].read_bytes() if out[k].exists() else b""
+
+        summary = json.loads(read("summary") or b"{}")
+        files = {}
+        for p in sorted(run.workdir.rglob("*")):
+            if p.is_file():
+                try:
+                    files[str(p.relative_to(run.workdir))] = p.read_text(encoding="utf-8")
+                except UnicodeDecodeError:
+                    files[str(p.relative_to(run.workdir))] = "<binary>"
+        return AcpResult(
+            exit_code=rc,
+            summary=summary,
+            raw_in=read("raw-in"),
+            raw_out=read("raw-out"),
+            client_stderr=err,
+            agent_stderr=read("agent-stderr"),
+            files=files,
+            timed_out=timed_out,
+            context={"scenario": scenario.name, "home": str(run.home), "workdir": str(run.workdir),
+                     "argv": argv, "agent_argv": agent_argv},
+        )
+    finally:
+        run.cleanup()
+
+
+# ---------------------------------------------------------------------------------------------
+# checks
+
+
+class _Problems(list):
+    def expect(self, cond: Any, msg: str) -> bool:
+        if not cond:
+            self.append(msg)
+        return bool(cond)
+
+
+def generic_problems(scenario: AcpScenario, r: AcpResult) -> list[str]:
+    p = _Problems()
+    p.expect(not r.timed_out, "hard timeout (client killed)")
+    p.expect(r.exit_code == 0, f"client exit code {r.exit_code}: {r.client_stderr.strip()[-500:]}")
+    p.extend(f"client: {x}" for x in r.summary.get("problems", []))
+    p.expect(r.summary.get("agent_exit_code") == 0, f"agent exit code {r.summary.get('agent_exit_code')}")
+    p.expect(len(r.prompts) == len(scenario.prompts),
+             f"{len(r.prompts)} of {len(scenario.prompts)} prompts ran")
+    for i, ph in enumerate(r.prompts, 1):
+        p.expect(ph.get("stopReason"), f"prompt {i}: no stopReason")
+    try:
+        received, sent = r.received(), r.sent()
+    except ValueError as e:
+        p.append(f"non-JSON line on the wire: {e}")
+        return list(p)
+    p.expect(all(b.endswith(b"}") for b in r.received_lines() + r.sent_lines()), "a frame is not one JSON line")
+    # every request either way got exactly one response with its (per-direction) id
+    for reqs, answers, who in ((received, sent, "agent"), (sent, received, "client")):
+        asked = [m["id"] for m in reqs if "method" in m and "id" in m]
+        answered = [m["id"] for m in answers if "method" not in m and "id" in m]
+        p.expect(sorted(asked) == sorted(answered), f"{who} requests {asked} vs answers {answered}")
+    return list(p)
+
+
+def check_acp_scenario(scenario: AcpScenario, result: AcpResult) -> list[str]:
+    """Generic + scenario-specific problems; [] when the run produced the intended exchange."""
+    problems = generic_problems(scenario, result)
+    if scenario.check is not None and result.summary:
+        try:
+            problems += scenario.check(result)
+        except Exception as e:  # a check tripping over a missing item is a failed check
+            problems.append(f"check raised {type(e).__name__}: {e}")
+    return problems
+
+
+def _methods(ph: dict[str, Any]) -> list[str]:
+    return [q["method"] for q in ph.get("requests", [])]
+
+
+def _req(ph: dict[str, Any], method: str, n: int = 0) -> dict[str, Any]:
+    return [q for q in ph.get("requests", []) if q["method"] == method][n]
+
+
+# ---------------------------------------------------------------------------------------------
+# the scenarios
+
+ACP_SCENARIOS: dict[str, AcpScenario] = {}
+
+
+def _add(sc: AcpScenario) -> AcpScenario:
+    ACP_SCENARIOS[sc.name] = sc
+    return sc
+
+
+# acp_tools --------------------------------------------------------------------------------------
+
+NOTES = "alpha\nbeta\ngamma\n"
+PROMPT_1_METHODS = [
+    "session/request_permission",
+    "terminal/create",
+    "terminal/wait_for_exit",
+    "terminal/output",
+    "terminal/release",
+    "fs/read_text_file",
+    "session/request_permission",
+    "fs/write_text_file",
+]
+
+
+def tools_scripts(shell_command: str, summary: str, final_text: str, reject_command: str) -> list[str]:
+    """The four LLM steps of prompt 1 and the one of prompt 2 (fixed message and call ids)."""
+    return [
+        script(msg_id("msg-1"), usage(120, 15), text("Let me look at the environment first."),
+               shell("call-shell-1", shell_command)),
+        script(msg_id("msg-2"), usage(180, 12), think("Now read the notes file."),
+               tool_call("call-read-1", "ReadFile", {"path": "notes.txt"})),
+        script(msg_id("msg-3"), usage(240, 20),
+               tool_call("call-write-1", "WriteFile", {"path": "summary.txt", "content": summary})),
+        script(msg_id("msg-4"), usage(300, 9), text(final_text)),
+        script(msg_id("msg-5"), usage(340, 10), shell("call-shell-2", reject_command)),
+    ]
+
+
+def _tools_check(shell_command: str, shell_output: str, summary: str, final_text: str,
+                 reject_command: str) -> Check:
+    def check(r: AcpResult) -> list[str]:
+        p = _Problems()
+        init = r.summary.get("initialize", {})
+        p.expect(init.get("protocolVersion") == 1, f"initialize {init}")
+        p.expect(r.summary.get("session", {}).get("updates") == ["available_commands_update"],
+                 f"updates before prompt 1: {r.summary.get('session', {}).get('updates')}")
+        p1, p2 = (r.prompts + [{}, {}])[:2]
+        # prompt 1: Shell (approve, terminal), ReadFile (fs read), WriteFile (approve, fs write)
+        p.expect(_methods(p1) == PROMPT_1_METHODS, f"prompt 1 requests {_methods(p1)}")
+        if _methods(p1) == PROMPT_1_METHODS:
+            perm1, perm2 = _req(p1, "session/request_permission"), _req(p1, "session/request_permission", 1)
+            p.expect((perm1["params"]["toolCallId"], perm1["answer"]) == ("call-shell-1", "approve"), f"{perm1}")
+            p.expect(perm1["params"]["options"] == ["approve", "approve_for_session", "reject"], f"{perm1}")
+            p.expect((perm2["params"]["toolCallId"], perm2["answer"]) == ("call-write-1", "approve"), f"{perm2}")
+            create = _req(p1, "terminal/create")
+            p.expect(create["params"]["command"] == shell_command and create["answer"] == {"terminalId": "term-1"},
+                     f"terminal/create {create}")
+            p.expect(_req(p1, "terminal/wait_for_exit")["answer"] == {"exitCode": 0}, "wait_for_exit")
+            out = _req(p1, "terminal/output")["answer"]
+            p.expect(out == {"output": shell_output, "truncated": False, "exitStatus": {"exitCode": 0}},
+                     f"terminal/output {out}")
+            rd = _req(p1, "fs/read_text_file")
+            p.expect(rd["params"]["path"].endswith("/notes.txt") and rd["answer"] == {"content": NOTES},
+                     f"fs/read_text_file {rd}")
+            wr = _req(p1, "fs/write_text_file")
+            p.expect(wr["params"]["path"].endswith("/summary.txt") and wr["params"]["content"] == summary,
+                     f"fs/write_text_file {wr}")
+        p.expect(r.files.get("summary.txt") == summary, f"summary.txt on disk: {r.files.get('summary.txt')!r}")
+        kinds = set(p1.get("updates", []))
+        p.expect({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"} <= kinds,
+                 f"prompt 1 update kinds {sorted(kinds)}")
+        calls = p1.get("tool_calls", {})
+        p.expect(list(calls) == ["call-shell-1", "call-read-1", "call-write-1"], f"prompt 1 tool calls {list(calls)}")
+        p.expect(all(c["statuses"][-1:] == ["completed"] for c in calls.values()), f"tool call statuses {calls}")
+        p.expect(p1.get("thought") == "Now read the notes file.", f"thought {p1.get('thought')!r}")
+        p.expect(p1.get("text") == "Let me look at the environment first." + final_text, f"text {p1.get('text')!r}")
+        p.expect(p1.get("stopReason") == "end_turn", f"prompt 1 stopReason {p1.get('stopReason')}")
+        # prompt 2: Shell rejected -> tool call failed, the turn ends without another LLM call
+        p.expect(_methods(p2) == ["session/request_permission"], f"prompt 2 requests {_methods(p2)}")
+        if _methods(p2) == ["session/request_permission"]:
+            perm = p2["requests"][0]
+            p.expect((perm["params"]["toolCallId"], perm["answer"]) == ("call-shell-2", "reject"), f"{perm}")
+            p.expect(perm["params"]["title"] == f"Shell: {reject_command}", f"{perm}")
+        calls2 = p2.get("tool_calls", {})
+        p.expect(list(calls2) == ["call-shell-2"] and calls2["call-shell-2"]["statuses"][-1] == "failed",
+                 f"prompt 2 tool calls {calls2}")
+        p.expect(p2.get("stopReason") == "end_turn", f"prompt 2 stopReason {p2.get('stopReason')}")
+        p.expect(r.summary.get("permissions_used") == 3, f"permissions used {r.summary.get('permissions_used')}")
+        return list(p)
+
+    return check
+
+
+def _tools_scenario(name: str, description: str, *, shell_command: str, shell_output: str,
+                    summary: str, final_text: str, reject_command: str = "rm -rf build",
+                    sample: bool = True) -> AcpScenario:
+    return AcpScenario(
+        name=name,
+        description=description,
+        scripts=tools_scripts(shell_command, summary, final_text, reject_command),
+        prompts=["Look around, read notes.txt and write a summary.", "Now clean the build folder."],
+        permissions=["approve", "approve", "reject"],
+        files={"notes.txt": NOTES},
+        check=_tools_check(shell_command, shell_output, summary, final_text, reject_command),
+        sample=sample,
+    )
+
+
+ACP_TOOLS = _add(_tools_scenario(
+    "acp_tools",
+    "Prompt 1: Shell `echo hello from the terminal` approved and run through terminal/*, ReadFile "
+    "through fs/read_text_file, WriteFile approved and done through fs/write_text_file, final text. "
+    "Prompt 2: Shell `rm -rf build` rejected; the tool call fails and the turn ends.",
+    shell_command="echo hello from the terminal",
+    shell_output="hello from the terminal\n",
+    summary="Notes: alpha, beta, gamma.\n",
+    final_text="Done: summary.txt lists the three notes.",
+))
+
+# The same session with a changed LLM: another shell command (so terminal/create asks something
+# else and its output differs) and another final text. Replaying acp_tools.jsonl against kimi
+# running these scripts must fail, naming terminal/create of prompt 1 as the first divergence.
+ACP_TOOLS_CHANGED = _add(_tools_scenario(
+    "acp_tools_changed",
+    "acp_tools with a changed script: Shell runs `echo goodbye from the terminal` and the final "
+    "text differs. For showing that a replay of acp_tools names the first divergence.",
+    shell_command="echo goodbye from the terminal",
+    shell_output="goodbye from the terminal\n",
+    summary="Notes: alpha, beta, gamma.\n",
+    final_text="Done: summary.txt lists the notes, and the command said goodbye.",
+    sample=False,
+))

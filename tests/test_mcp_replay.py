@@ -1,0 +1,141 @@
+"""MCP replay both ways, with real peers in both protocol eras:
+
+* server under test: `wire-replay REC -- SERVER` plays the recorded client against a fresh server
+  process, re-serving the recorded answers to its sampling/roots/elicitation requests (handshake
+  era) and re-sending the 2026-07-28 retries with the *live* requestState;
+* client under test: the real SDK client talks to `wire-replay REC --serve`, which stands in for
+  the server and checks what the client sends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from replay.recording import load
+from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
+from sample_sessions.record_mcp import proxy_prefix
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SAMPLES = ROOT / "sample_sessions"
+DEMOS = {  # scenario -> venv of its server
+    "mcp_demo_2026": "mcp2", "mcp_demo_2025": "mcp1", "mcp_demo_2025_v2": "mcp2",
+    "mcp_fallback": "mcp1",
+}
+
+
+def demo_server(venv: str) -> list[str]:
+    return [str(ROOT / ".peers" / venv / "bin" / "python"), str(SAMPLES / "peers" / "mcp_demo_server.py")]
+
+
+def replay_cli(*args: str, cwd: str | None = None) -> tuple[int, dict]:
+    proc = subprocess.run([str(BIN / "wire-replay"), "--json", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory, mcp_peers) -> dict[str, str]:
+    """Each demo scenario recorded now through wire-proxy, one DB each."""
+    out = {}
+    for name in DEMOS:
+        db = str(tmp_path_factory.mktemp(name) / f"{name}.db")
+        sc = MCP_SCENARIOS[name]
+        result = run_mcp_scenario(sc, proxy_prefix(name, db))
+        assert check_mcp_scenario(sc, result) == [], name
+        out[name] = db
+    return out
+
+
+@pytest.mark.parametrize("source", ["sample", "fresh"])
+@pytest.mark.parametrize("name", list(DEMOS))
+def test_server_under_test_replays(name, source, fresh):
+    path = str(SAMPLES / f"{name}.jsonl") if source == "sample" else fresh[name]
+    rec = load(path)
+    assert rec.protocol == "mcp"
+    code, report = replay_cli(path, "--", *demo_server(DEMOS[name]))
+    assert code == 0 and report["ok"], report["divergences"]
+    stats = report["stats"]
+    if name == "mcp_demo_2026":
+        # no server->client requests in this era; the three input_required round trips went
+        # through because the retries carried the live server's requestState, not the recorded
+        assert stats["recorded_requests"] == 0 and stats["values_rewritten"] == 3
+    else:
+        assert stats["requests_matched"] == stats["recorded_requests"] == 3  # sampling, roots, elicitation
+
+
+def test_recorded_request_state_is_what_a_fresh_server_rejects(fresh):
+    """Why the rewrite matters: the same replay with the recorded requestState sent verbatim
+    makes the fresh server fail the retries (its key is per process)."""
+    rec = load(fresh["mcp_demo_2026"])
+    states = [m.payload["requestState"] for m in rec.msgs
+              if m.kind == "response" and isinstance(m.payload, dict) and "requestState" in m.payload]
+    assert len(states) == 3
+    from replay.driver import _AgentReplay, ReplayOptions
+
+    class Verbatim(_AgentReplay):
+        def _learn_values(self, live):  # keep the recorded values
+            pass
+
+    result = Verbatim(rec, demo_server("mcp2"), None, None, ReplayOptions().validate()).run()
+    assert not result.ok
+    assert result.first.kind == "changed" and "tools/call" not in result.first.message \
+        and "response" in result.first.message
+
+
+@pytest.mark.parametrize("name", list(DEMOS))
+def test_client_under_test_against_serve(name, tmp_path, fresh):
+    sc = MCP_SCENARIOS[name]
+    report = tmp_path / "serve.json"
+    served = dataclasses.replace(
+        sc, server=lambda run: [str(BIN / "wire-replay"), fresh[name], "--serve", "--report", str(report)])
+    result = run_mcp_scenario(served)
+    # the client got the recorded server's answers: its own checks pass except the roots text,
+    # which the recorded server built from the recorded client's (scratch) root
+    problems = check_mcp_scenario(served, result)
+    assert result.exit_code == 0 and all(p.startswith("client_roots") for p in problems), problems
+    assert result.summary["callbacks"]["sampling"] == 1
+    assert result.summary["callbacks"]["roots"] == 1
+    assert result.summary["callbacks"]["elicitation"] == 1
+    r = json.loads(report.read_text())
+    assert r["mode"] == "serve" and r["ok"], r["divergences"]
+    if name != "mcp_demo_2026":
+        assert r["stats"]["answers_checked"] == 3  # the client's sampling/roots/elicitation answers
+
+
+def test_serve_reports_a_changed_client(tmp_path, fresh):
+    sc = MCP_SCENARIOS["mcp_demo_2025"]
+    report = tmp_path / "serve.json"
+    calls = [dataclasses.replace(c, arguments={"a": 2, "b": 4}) if c.tool == "add" else c
+             for c in sc.calls]
+    served = dataclasses.replace(
+        sc, calls=calls,
+        server=lambda run: [str(BIN / "wire-replay"), fresh["mcp_demo_2025"], "--serve", "--report",
+                            str(report)])
+    run_mcp_scenario(served)
+    r = json.loads(report.read_text())
+    assert not r["ok"]
+    first = r["first_divergence"]
+    assert "tools/call add" in first["message"] and any("arguments.b: 3 → 4" in d for d in first["details"])
+
+
+def test_mcp_server_time_and_git_replay(tmp_path, mcp_peers):
+    for name in ("mcp_time", "mcp_git"):
+        db = str(tmp_path / f"{name}.db")
+        sc = MCP_SCENARIOS[name]
+        result = run_mcp_scenario(sc, proxy_prefix(name, db), keep=True)  # git: keep the repo
+        try:
+            assert check_mcp_scenario(sc, result) == []
+            code, report = replay_cli(db, cwd=result.context["work"])
+            assert code == 0 and report["ok"], report["divergences"]
+        finally:
+            import shutil
+
+            shutil.rmtree(result.context["root"], ignore_errors=True)
