@@ -24,7 +24,7 @@ options:
                      session under $WIRE_RECORDER_HOME or ~/.local/share/wire-recorder/sessions)
   --name NAME        name the session
   --tag KEY=VALUE    tag the session (repeatable)
-  --protocol NAME    wire, acp or mcp (default: detected from the first frames)
+  --protocol NAME    wire, acp or mcp (default: detected from the first frames that tell)
   --no-record        relay only
   --wait SECONDS     at exit, wait this long for the recording to be saved (default 30)
   -q, --quiet        no notes on stderr (problems are still reported)
@@ -35,7 +35,6 @@ recover PATH...      bring spools left by a killed proxy into their DB (PATH: a 
 """
 
 VALUE_OPTIONS = {"--db", "--name", "--tag", "--protocol", "--wait"}
-PROTOCOLS = {"wire", "acp", "mcp"}
 
 
 def parse_args(argv: list[str]):
@@ -70,8 +69,11 @@ def parse_args(argv: list[str]):
                     raise UserError(f"--tag {value!r} is not KEY=VALUE", "e.g. --tag team=ide")
                 opts.tags[key] = val
             elif name == "--protocol":
-                if value not in PROTOCOLS:
-                    raise UserError(f"unknown protocol {value!r}", "use wire, acp or mcp")
+                from . import protocols  # name sets only: cheap for the relay process
+
+                if value not in protocols.names():
+                    raise UserError(f"unknown protocol {value!r}",
+                                    f"use one of {', '.join(protocols.names())}")
                 opts.protocol = value
             elif name == "--wait":
                 try:

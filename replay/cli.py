@@ -18,7 +18,7 @@ from .driver import ReplayOptions, replay_session
 from .errors import ReplayInputError
 from .normalize import IgnoreRule
 
-HELP = """Replay a recorded Wire session, deterministically, for regression tests.
+HELP = """Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests.
 
   wire-replay SESSION [OPTIONS] [-- AGENT_CMD ...]   (agent under test)
 
@@ -28,7 +28,9 @@ Agent under test (default): spawn AGENT_CMD (after --; default: the recorded com
 the recorded client frames in causal order, answer the agent's requests with the recorded
 answers, and compare what the agent sends with the recording.
 
-Client under test (--serve): act as the recorded agent on stdin/stdout.
+Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.
+
+For MCP, "agent" is the server. See docs/protocols.md for what changes per protocol.
 
 Exit codes: 0 the run matches the recording, 1 it diverged, 2 bad input or usage.
 """
