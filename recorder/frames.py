@@ -99,7 +99,8 @@ def _dump(value) -> str | None:
         return json.dumps(value)
 
 
-def classify(raw: bytes, direction: str, protocol: str | None = "wire") -> Extracted:
+def classify(raw: bytes, direction: str, protocol: str | None = "wire",
+             detect: bool = True) -> Extracted:
     """Everything extracted from one frame on its own. Never raises: unknown or broken frames
     are flagged. `Classifier` adds what needs the session's history (detection, pending ids)."""
     try:
@@ -121,14 +122,15 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire") -> Extra
                          parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
     # Serialising a payload that would be dropped anyway costs milliseconds on MB frames.
     return _classify_obj(obj, direction, protocol,
-                         _dump if len(raw) <= PAYLOAD_MAX else _no_payload)
+                         _dump if len(raw) <= PAYLOAD_MAX else _no_payload, detect)
 
 
 def _no_payload(_value) -> None:
     return None
 
 
-def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump) -> Extracted:
+def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump,
+                  detect: bool = True) -> Extracted:
     method = obj.get("method")
     has_id = "id" in obj
     rpc_id = _id_text(obj.get("id"))
@@ -144,7 +146,8 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump) -> Extr
         known = adapter.known(direction, method, msg_type) if protocol else None
         return Extracted("invalid" if problem else kind, method, rpc_id, msg_type,
                          dump(adapter.payload(method, params)), problem, known,
-                         protocols.detect(method, params, direction))
+                         protocols.detect(method, params, direction)
+                         if detect or method == "initialize" else None)
     if "error" in obj:
         return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
                          payload=dump(obj["error"]), parse_error=problem, known=True)
@@ -166,36 +169,46 @@ class Classifier:
         self.version: str | None = None
         self.pending: dict[tuple[str, str], int] = {}  # (direction, id) -> frame number
         self.n = 0
+        self._foreign: dict[str, str | None] = {}  # method -> anomaly text
 
     def __call__(self, raw: bytes, direction: str) -> Extracted:
         self.n += 1
-        ex = classify(raw, direction, self.protocol)
+        # detection runs until the protocol and its version are known (and on initialize, which
+        # settles an MCP version after a server/discover fallback): not on every frame
+        ex = classify(raw, direction, self.protocol, detect=self.version is None)
         hint = ex.protocol_hint
         if hint is not None:
             if self.protocol is None:
                 self.protocol, self.version = hint
+                self._foreign.clear()
                 if ex.method is not None:  # judged again now that the protocol is known
-                    ex = classify(raw, direction, self.protocol)
+                    ex = classify(raw, direction, self.protocol, detect=False)
             elif hint[0] == self.protocol and hint[1] and (
                     self.version is None or ex.method == "initialize"):
                 # an MCP client that falls back from server/discover settles the version in
                 # initialize
                 self.version = hint[1]
-        if ex.method is not None and self.protocol:
-            other = protocols.foreign(ex.method, protocols.get(self.protocol))
-            if other is not None:
-                ex.anomaly = f"{ex.method} is a {other.name} method, in a {self.protocol} session"
-        if ex.rpc_id is not None and ex.kind in ("request", "response", "error"):
-            if ex.kind == "request":
-                key = (direction, ex.rpc_id)
+        method = ex.method
+        if method is not None and self.protocol:
+            try:
+                foreign = self._foreign[method]
+            except KeyError:
+                other = protocols.foreign(method, protocols.get(self.protocol))
+                foreign = self._foreign[method] = None if other is None else \
+                    f"{method} is a {other.name} method, in a {self.protocol} session"
+            ex.anomaly = foreign
+        rpc_id = ex.rpc_id
+        if rpc_id is not None:
+            kind = ex.kind
+            if kind == "request":
+                key = (direction, rpc_id)
                 if key in self.pending:
-                    ex.anomaly = _join(ex.anomaly, f"request id {ex.rpc_id} reused while an "
+                    ex.anomaly = _join(ex.anomaly, f"request id {rpc_id} reused while an "
                                                    f"earlier {direction} request with that id "
                                                    f"is unanswered")
                 self.pending[key] = self.n
-            else:
-                answered = ("a2c" if direction == "c2a" else "c2a", ex.rpc_id)
-                self.pending.pop(answered, None)
+            elif kind == "response" or kind == "error":
+                self.pending.pop(("a2c" if direction == "c2a" else "c2a", rpc_id), None)
         return ex
 
 

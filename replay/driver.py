@@ -330,7 +330,11 @@ class _AgentReplay:
             return True
         snap = self.snapshots.get(s.last_resp) if s.last_resp is not None else None
         if snap is not None:
-            return all(c[k] - snap[k] >= v for k, v in s.need_after.items())
+            # the responses recorded before this step must be in too: a server that handles
+            # requests concurrently may answer them in another order (MCP), and the client's
+            # next frame (its EOF above all) would cut the late ones off
+            return all(c[k] - snap[k] >= v for k, v in s.need_after.items()) and \
+                all(c[k] >= v for k, v in s.need.items() if k[0] == "response")
         return False
 
     def _first_missing(self, s: _Step) -> Msg | None:

@@ -148,8 +148,24 @@ class Recording:
         return None if i is None else self.msgs[i]
 
     def anchor_ids(self) -> set[bytes]:
-        """Client requests whose responses fix the order of what surrounds them."""
-        return {k for k, m in self.client_requests.items() if m in self.adapter.anchor_methods}
+        """Client requests whose responses fix the order of what surrounds them: the adapter's
+        anchor methods, unless the client had another one outstanding at the same time (an MCP
+        client may send several requests at once; a server may answer them in any order)."""
+        anchors = self.adapter.anchor_methods
+        pending: set[bytes] = set()
+        overlapping: set[bytes] = set()
+        for m in self.msgs:
+            k = m.id_key
+            if k is None:
+                continue
+            if m.direction == "c2a" and m.kind == "request" and m.method in anchors:
+                if pending or k in pending:
+                    overlapping |= pending | {k}
+                pending.add(k)
+            elif m.direction == "a2c" and m.kind in ("response", "error"):
+                pending.discard(k)
+        return {k for k, meth in self.client_requests.items()
+                if meth in anchors and k not in overlapping}
 
     def turn_ids(self) -> set[bytes]:
         """Client requests that are turns (prompts): their responses end a turn."""
