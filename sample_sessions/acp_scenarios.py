@@ -238,10 +238,12 @@ def run_acp_scenario(
     scripts: Sequence[str] | None = None,
     tmp_root: Path | str | None = None,
     keep: bool = False,
+    agent: Sequence[str] | None = None,
 ) -> AcpResult:
     """Run one scenario: fresh scratch HOME/work dir, client -> `command_prefix + [kimi, acp]`.
 
-    `scripts` replaces the scenario's echo scripts. `result.context` gets scenario, home,
+    `scripts` replaces the scenario's echo scripts; `agent` replaces the whole agent command
+    (e.g. `wire-replay REC --serve`, a stand-in for kimi). `result.context` gets scenario, home,
     workdir, argv (the dirs are deleted afterwards unless keep=True). Raises PeerMissing when
     kimi or the ACP SDK cannot be found.
     """
@@ -252,7 +254,8 @@ def run_acp_scenario(
         plan_path = run.root / "plan.json"
         plan_path.write_text(json.dumps(_plan(scenario, run), indent=1), encoding="utf-8")
         out = {k: run.root / f"client.{k}" for k in ("summary", "raw-in", "raw-out", "agent-stderr")}
-        agent_argv = [*map(str, command_prefix), *run.argv()]
+        agent_argv = list(map(str, agent)) if agent is not None else \
+            [*map(str, command_prefix), *run.argv()]
         argv = [str(py), str(CLIENT_SCRIPT), str(plan_path),
                 *(x for k, p in out.items() for x in (f"--{k}", str(p))), "--", *agent_argv]
         timed_out = False

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from recorder.store import open_store
-from replay.driver import replay_session
+from replay.driver import ReplayOptions, replay_session
 from replay.recording import load
 from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_scenario,
                                            run_acp_scenario)
@@ -102,3 +102,29 @@ def test_acp_recording_keys_pending_requests_by_direction(recorded):
     with open_store(recorded, read_only=True) as store:
         (session,) = store.sessions()
         assert not [f for f in store.frames(session["session_id"]) if f.anomaly]
+
+
+def test_sdk_client_against_serve(tmp_path, acp_python):
+    """Client under test: the official ACP SDK client talks to `wire-replay --serve` standing in
+    for kimi. Its own checks pass (permissions, terminal output, the file read and written), and
+    the serve checked its 9 answers against the recorded ones."""
+    report = tmp_path / "serve.json"
+    sc = ACP_SCENARIOS["acp_tools"]
+    result = run_acp_scenario(sc, acp_python=acp_python,
+                              agent=[str(BIN / "wire-replay"), str(SAMPLE), "--serve", "--report",
+                                     str(report)])
+    assert result.exit_code == 0 and check_acp_scenario(sc, result) == []
+    r = orjson.loads(report.read_bytes())
+    assert r["ok"] and r["stats"]["answers_checked"] == 9, r["divergences"]
+
+
+def test_on_unmatched_reject_declines_a_permission_the_recording_lacks(recorded, kimi_exe):
+    with fresh_run(kimi_exe, "acp_tools_changed") as run:
+        result = replay_session(recorded, run.argv(), env=run.env(), cwd=str(run.workdir),
+                                options=ReplayOptions(on_unmatched="reject", frame_timeout=20))
+    sent = [orjson.loads(f.raw) for f in result.frames if f.direction == "c2a"]
+    rejects = [m for m in sent if m.get("result") == {"outcome": {"outcome": "selected",
+                                                                  "optionId": "reject"}}]
+    assert rejects  # the adapter's way to decline: the permission's reject_once option
+    assert not result.ok and result.first.kind in ("changed", "extra", "missing")
+    assert result.stopped is None  # it went on instead of stopping at the unmatched request
