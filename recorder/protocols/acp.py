@@ -47,6 +47,8 @@ class Acp(Adapter):
     ordered_types = CHUNKS
     racy_methods = frozenset({"session/cancel", "$/cancel_request"})
     ignore = (
+        ("request:id", "agent request ids count up per direction: they shift when an earlier "
+                       "request changes (replay matches requests by what they ask)"),
         ("**.terminal-auth.command", "the agent's own argv[0] (absolute path)"),
     )
     default_match_on = ("method", "payload")

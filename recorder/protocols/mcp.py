@@ -49,6 +49,8 @@ class Mcp(Adapter):
     anchor_methods = CLIENT_REQUESTS - {"ping"}
     racy_methods = frozenset({"notifications/cancelled"})
     ignore = (
+        ("request:id", "server request ids count up per direction: they shift when an earlier "
+                       "request changes (replay matches requests by what they ask)"),
         ("**.requestState", "opaque, encrypted with a per-process key (2026-07-28)"),
     )
     default_match_on = ("method", "payload")
