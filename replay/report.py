@@ -23,8 +23,12 @@ MARK = {"changed": "~", "missing": "-", "extra": "+", "unmatched_request": "?",
         "not_reached": "·"}
 
 
+def _role(r: ReplayResult) -> str:
+    return r.recording.adapter.agent_role  # "server" for MCP
+
+
 def title(r: ReplayResult) -> str:
-    what = "client" if r.mode == "serve" else "agent"
+    what = "client" if r.mode == "serve" else _role(r)
     verdict = "MATCHES the recording" if r.ok else \
         f"DIVERGED ({len(r.divergences)} difference{'s' if len(r.divergences) != 1 else ''})"
     return f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}"
@@ -33,10 +37,10 @@ def title(r: ReplayResult) -> str:
 def summary_line(r: ReplayResult) -> str:
     s = r.stats
     if r.mode == "serve":
-        return (f"client: {s.get('received', 0)} frames received, {s.get('emitted', 0)} agent "
+        return (f"client: {s.get('received', 0)} frames received, {s.get('emitted', 0)} {_role(r)} "
                 f"frames served, {s.get('answers_checked', 0)} answers checked, "
                 f"{r.duration_s:.1f}s")
-    return (f"agent: {s.get('live_agent_frames', 0)} frames ({s.get('recorded_agent_frames', 0)} "
+    return (f"{_role(r)}: {s.get('live_agent_frames', 0)} frames ({s.get('recorded_agent_frames', 0)} "
             f"recorded), {s.get('requests_matched', 0)}/{s.get('recorded_requests', 0)} requests "
             f"matched, exit code {r.agent_exit_code}, {r.duration_s:.1f}s")
 

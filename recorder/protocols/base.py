@@ -16,6 +16,8 @@ SHARED_METHODS = frozenset({"initialize"})
 class Adapter:
     name = ""
     title = ""
+    # what reports call the side that is not the client
+    agent_role = "agent"
     # Methods (requests and notifications) each side sends. `known` and foreign-frame detection
     # are judged against these.
     client_methods: frozenset[str] = frozenset()

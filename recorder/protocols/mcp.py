@@ -42,6 +42,7 @@ INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 class Mcp(Adapter):
     name = "mcp"
     title = "Model Context Protocol"
+    agent_role = "server"
     client_methods = CLIENT_REQUESTS | CLIENT_NOTIFICATIONS
     agent_methods = SERVER_REQUESTS | SERVER_NOTIFICATIONS
     agent_request_methods = SERVER_REQUESTS
