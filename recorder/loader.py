@@ -376,7 +376,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         if not ing.finish(end_reason):
             raise UserError(f"{db} stayed locked by another process for {FINISH_WAIT_S:.0f} s")
         reader.close()
-        if ing.anomalies or ing.invalid:
+        if (ing.anomalies or ing.invalid) and not meta.get("quiet"):
             bits = [f"{n} {what}" for n, what in ((ing.invalid, "not JSON-RPC (batch, bad JSON, …)"),
                                                    (ing.anomalies, "against the protocol "
                                                                    "(id reused while pending, "

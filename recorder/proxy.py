@@ -117,6 +117,7 @@ def run_proxy(opts: ProxyOptions) -> int:
         "proxy_version": __version__,
         "proxy_pid": os.getpid(),
         "host": socket.gethostname(),
+        "quiet": opts.quiet,  # the loader's notes (protocol anomalies) follow -q too
     }
     writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
     unrecorded = [0, 0]  # frames, bytes relayed while recording was off

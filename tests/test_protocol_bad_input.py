@@ -113,7 +113,7 @@ def test_kimi_acp_crashing_on_a_batch_line_is_relayed_and_recorded(tmp_path, kim
     batch = line([{"jsonrpc": "2.0", "id": 1, "method": "session/new",
                    "params": {"cwd": str(tmp_path), "mcpServers": []}}])
     with AcpRun.create([], kimi=kimi_exe) as run:
-        proc = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", *run.argv()], env=run.env(),
+        proc = subprocess.Popen([WIRE_PROXY, "--db", db, "--", *run.argv()], env=run.env(),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdin.write(init)
         proc.stdin.flush()
