@@ -129,7 +129,8 @@ def timeline_svg(ws: Workspace, sid: str, t0_ns: int, width: int = 1100) -> tupl
         k += 1
     for t in turns:
         fill = STATUS_COLORS.get(t["status"], "#bab0ac")
-        tip = (f"turn {t['turn']} ({t['status']}): {_ms(t['dur'])}, {t['total_tokens']:,} tokens\n"
+        tokens = "no token counts" if t["total_tokens"] is None else f"{t['total_tokens']:,} tokens"
+        tip = (f"turn {t['turn']} ({t['status']}): {_ms(t['dur'])}, {tokens}\n"
                f"{(t['user_input'] or '')[:200]}")
         parts.append(f'<rect class="turn" x="{x(t["start_ms"]):.1f}" y="{y_turn}" width="{w(t["dur"]):.1f}" '
                      f'height="{row_h}" rx="3" fill="{fill}" fill-opacity="0.85"><title>{_esc(tip)}</title></rect>')
@@ -247,7 +248,8 @@ def render_html(ws: Workspace, sid: str) -> str:
     # The axis starts at the first prompt (or turn): the agent's start-up would otherwise take
     # a good part of a short session's width.
     t0 = ws.con.execute("""SELECT min(mono_ns) FROM wr_events WHERE session_id = ?
-                           AND (type = 'TurnBegin' OR method = 'prompt')""", [sid]).fetchone()[0]
+                           AND (type = 'TurnBegin' OR method IN ('prompt', 'session/prompt'))""",
+                        [sid]).fetchone()[0]
     if t0 is None:
         t0 = ws.con.execute("SELECT min(mono_ns) FROM frames WHERE session_id = ?", [sid]).fetchone()[0] or 0
     tot = _rows(ws, """SELECT count(*) AS turns, sum(steps) AS steps, sum(total_tokens) AS tokens,

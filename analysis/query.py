@@ -25,14 +25,15 @@ def run_sql(ws: Workspace, sql: str) -> tuple[list[str], list[tuple]]:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise QueryError(f"SQL error: {first}",
                          "views: sessions, frames, turns, steps, token_usage, tool_calls, "
-                         "requests, errors (see docs/analysis.md)") from None
+                         "requests, errors, anomalies (see docs/analysis.md)") from None
     if cur.description is None:
         return [], []
     cols = [d[0] for d in cur.description]
     return cols, cur.fetchall()
 
 
-DERIVED = re.compile(r"\b(turns|steps|token_usage|tool_calls|requests|errors|wr_events)\b", re.I)
+DERIVED = re.compile(r"\b(turns|steps|token_usage|tool_calls|requests|errors|anomalies|wr_events|wr_rpc|wr_rounds)\b",
+                     re.I)
 
 
 def query(specs: list[str], sql: str) -> tuple[list[str], list[tuple]]:

@@ -217,7 +217,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             session_parts.append(f"SELECT {scols}, source_file FROM mem_sessions")
         con.execute("CREATE TEMP VIEW frames AS " + "\nUNION ALL ".join(frame_parts))
         con.execute("CREATE TEMP VIEW sessions AS " + "\nUNION ALL ".join(session_parts))
-        install_views(con, temp=True, materialize=materialize)
+        # the inputs are read-only: the protocols seen now are all the views will ever see
+        present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+        install_views(con, temp=True, materialize=materialize, protocols=present)
     except BaseException:
         con.close()
         raise

@@ -1,6 +1,7 @@
-"""`wire-stats`: the summary people ask for first, over one session or many.
+"""`wire-stats`: the summary people ask for first, over one session or many, of any protocol.
 
-Every number comes from the analysis views, so `wire-query` can reproduce any of it.
+Every number comes from the analysis views, so `wire-query` can reproduce any of it. Tools and
+requests are grouped by protocol too: a Wire `Shell` and an ACP `Shell` are different things.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
         "cache_hit_ratio": round((i_read or 0) / inp, 4) if inp else None,
         "turns_not_finished": unfinished or 0,
     }
+    overview["protocols"] = _by_protocol(con, w, p)
     s = Summary(overview)
 
     many = (sess[0] or 0) > 1
@@ -94,25 +96,27 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
     s.tables.append(Table("tokens per turn", cols, turn_rows, note))
 
     tools = con.execute(f"""
-        SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
+        SELECT protocol, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
             count(*) FILTER (WHERE duration_ms IS NULL) AS unfinished,
             round(quantile_cont(duration_ms, 0.5), 1) AS p50_ms,
             round(quantile_cont(duration_ms, 0.95), 1) AS p95_ms,
             round(max(duration_ms), 1) AS max_ms,
-            count(*) FILTER (WHERE agent_id IS NOT NULL) AS in_subagents
-        FROM st_tools GROUP BY tool_name
-        ORDER BY p95_ms DESC NULLS LAST, calls DESC LIMIT {TOP_TOOLS}""").fetchall()
-    s.tables.append(Table("slowest tools", ["tool", "calls", "errors", "unfinished", "p50_ms",
-                                            "p95_ms", "max_ms", "in_subagents"], tools))
+            count(*) FILTER (WHERE agent_id IS NOT NULL) AS in_subagents,
+            sum(input_rounds) AS input_rounds
+        FROM st_tools GROUP BY protocol, tool_name
+        ORDER BY p95_ms DESC NULLS LAST, calls DESC, protocol, tool_name LIMIT {TOP_TOOLS}""").fetchall()
+    s.tables.append(Table("slowest tools", ["protocol", "tool", "calls", "errors", "unfinished",
+                                            "p50_ms", "p95_ms", "max_ms", "in_subagents",
+                                            "input_rounds"], tools))
 
     reqs = con.execute("""
-        SELECT type, outcome, resolved_by, count(*) AS n,
+        SELECT protocol, type, via, outcome, resolved_by, count(*) AS n,
             round(quantile_cont(wait_ms, 0.5), 1), round(quantile_cont(wait_ms, 0.95), 1),
             round(max(wait_ms), 1)
-        FROM st_requests GROUP BY ALL ORDER BY type, n DESC""").fetchall()
+        FROM st_requests GROUP BY ALL ORDER BY protocol, type, via, n DESC""").fetchall()
     s.tables.append(Table("approvals and other requests (wait = request to client answer)",
-                          ["type", "outcome", "by", "count", "p50_wait_ms", "p95_wait_ms",
-                           "max_wait_ms"], reqs))
+                          ["protocol", "type", "via", "outcome", "by", "count", "p50_wait_ms",
+                           "p95_wait_ms", "max_wait_ms"], reqs))
 
     errs = con.execute(f"""
         SELECT source, code,
@@ -126,6 +130,52 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
     return s
 
 
+def _by_protocol(con, w: str, p: list) -> dict[str, dict]:
+    """Per protocol: sessions, turns, tool calls (failed, p50/p95 duration), requests to the
+    client (median wait), MCP input_required rounds and the client's time answering them."""
+    out: dict[str, dict] = {}
+    for proto, n in con.execute(f"SELECT coalesce(protocol, 'unknown'), count(*) FROM sessions{w} "
+                                "GROUP BY 1 ORDER BY 1", p).fetchall():
+        out[proto] = {"sessions": n, "turns": 0, "tool_calls": 0, "tool_errors": 0,
+                      "tool_p50_ms": None, "tool_p95_ms": None, "requests": 0,
+                      "request_p50_wait_ms": None, "input_rounds": 0, "input_wait_ms": 0.0}
+    for proto, n in con.execute("SELECT protocol, count(*) FROM st_turns GROUP BY 1").fetchall():
+        out.setdefault(proto, {})["turns"] = n
+    for proto, n, errs, p50, p95, rounds, rwait in con.execute("""
+            SELECT protocol, count(*), count(*) FILTER (WHERE is_error),
+                round(quantile_cont(duration_ms, 0.5), 1), round(quantile_cont(duration_ms, 0.95), 1),
+                coalesce(sum(input_rounds), 0), round(coalesce(sum(input_wait_ms), 0), 1)
+            FROM st_tools GROUP BY 1""").fetchall():
+        out.setdefault(proto, {}).update(tool_calls=n, tool_errors=errs, tool_p50_ms=p50,
+                                         tool_p95_ms=p95, input_rounds=int(rounds),
+                                         input_wait_ms=rwait)
+    for proto, n, p50 in con.execute("""
+            SELECT protocol, count(*), round(quantile_cont(wait_ms, 0.5), 1)
+            FROM st_requests GROUP BY 1""").fetchall():
+        out.setdefault(proto, {}).update(requests=n, request_p50_wait_ms=p50)
+    return out
+
+
+def _protocol_line(protos: dict[str, dict]) -> str:
+    parts = []
+    for name, f in protos.items():
+        bits = [f"{f.get('sessions', 0)} session(s)"]
+        if f.get("turns") or name in ("wire", "acp"):
+            bits.append(f"{f.get('turns', 0)} turns")
+        tools = f"{f.get('tool_calls', 0)} tool calls"
+        if f.get("tool_calls"):
+            tools += f" ({f.get('tool_errors', 0)} failed, p50 {f.get('tool_p50_ms')} ms)"
+        bits.append(tools)
+        if f.get("requests"):
+            bits.append(f"{f['requests']} requests to the client (p50 wait "
+                        f"{f.get('request_p50_wait_ms')} ms)")
+        if f.get("input_rounds"):
+            bits.append(f"{f['input_rounds']} input_required rounds (client "
+                        f"{f.get('input_wait_ms')} ms)")
+        parts.append(f"[bold]{name}[/] " + ", ".join(bits))
+    return "protocols: " + "; ".join(parts)
+
+
 def render_summary(s: Summary, out=None) -> None:
     from rich.console import Console
 
@@ -137,15 +187,21 @@ def render_summary(s: Summary, out=None) -> None:
     o = s.overview
     ratio = f"{o['cache_hit_ratio']:.1%}" if o["cache_hit_ratio"] is not None else "n/a"
     errors = ", ".join(f"{k} {v}" for k, v in o.get("errors", {}).items()) or "none"
+    # ACP and MCP sessions carry no token counts: no token line when nothing could have any
+    tokens = "wire" in o.get("protocols", {"wire": 1}) or o["total_tokens"]
     console.print(
         f"[bold]{o['sessions']} session(s)[/], {o['turns']} turns, {o['steps']} steps, "
         f"{o['frames']} frames\n"
-        f"tokens: [bold]{o['total_tokens']:,}[/] total = input {o['input_tokens']:,} "
-        f"(cache read {o['input_cache_read']:,}, cache write {o['input_cache_creation']:,}) + "
-        f"output {o['output_tokens']:,}; cache hit ratio [bold]{ratio}[/]"
-        + (f"; subagents {o['subagent_tokens']:,}" if o["subagent_tokens"] else "")
-        + f"\nerrors: {errors}")
+        + (f"tokens: [bold]{o['total_tokens']:,}[/] total = input {o['input_tokens']:,} "
+           f"(cache read {o['input_cache_read']:,}, cache write {o['input_cache_creation']:,}) + "
+           f"output {o['output_tokens']:,}; cache hit ratio [bold]{ratio}[/]"
+           + (f"; subagents {o['subagent_tokens']:,}" if o["subagent_tokens"] else "") + "\n"
+           if tokens else "")
+        + f"errors: {errors}"
+        + ("\n" + _protocol_line(o["protocols"]) if o.get("protocols") else ""))
     for t in s.tables:
+        if t.title == "tokens per turn" and not o["turns"]:
+            continue  # only the total row (MCP has no turns)
         if not t.rows:
             console.print(f"[dim]{t.title}: none[/]")
             continue

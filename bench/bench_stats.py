@@ -175,14 +175,14 @@ def generate(db: str, n_frames: int, seed: int = 7, progress: bool = True) -> di
                 ev = orjson.loads(raw)
                 name = ev.pop("event")
                 row = (sid, seq, wall_ts(wall0 + ns), mono0 + ns, "proxy", raw, True, len(raw),
-                       "lifecycle", name, None, None, orjson.dumps(ev).decode(), None, None)
+                       "lifecycle", name, None, None, orjson.dumps(ev).decode(), None, None, None, None)
             elif direction == "stderr":
                 row = (sid, seq, wall_ts(wall0 + ns), mono0 + ns, "stderr", raw, True, len(raw),
-                       "stderr", None, None, None, None, None, None)
+                       "stderr", None, None, None, None, None, None, None, None)
             else:
                 ex = classify(raw, direction)
                 row = (sid, seq, wall_ts(wall0 + ns), mono0 + ns, direction, raw, True, len(raw),
-                       ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error, ex.known)
+                       ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error, ex.known, None, ex.anomaly)
             batch.append(row)
         total += seq
         store.upsert_session({"session_id": sid, "started_at": wall_ts(wall0),
