@@ -85,11 +85,11 @@ def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _add_blob_offset(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("ALTER TABLE frames ADD COLUMN blob_offset BIGINT")
+    con.execute("ALTER TABLE frames ADD COLUMN IF NOT EXISTS blob_offset BIGINT")
 
 
 def _add_anomaly(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("ALTER TABLE frames ADD COLUMN anomaly VARCHAR")
+    con.execute("ALTER TABLE frames ADD COLUMN IF NOT EXISTS anomaly VARCHAR")
 
 
 # (version it produces, step). A new schema adds a step here; steps only ever add.
@@ -195,8 +195,17 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
                            f"to {SCHEMA_VERSION})", "upgrade wire-recorder")
     for version, step in MIGRATIONS:
         if version > current:
-            step(con)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)])
+            # a step and its version number commit together: a process killed mid-way (SIGKILL
+            # of proxy and loader) leaves the file at one version or the next, never between
+            con.execute("BEGIN TRANSACTION")
+            try:
+                step(con)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                            [str(version)])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
             current = version
     con.execute("INSERT OR IGNORE INTO meta VALUES ('created_by', 'wire-recorder')")
     return current

@@ -128,3 +128,16 @@ def test_missing_sidecar_is_a_clear_error(tmp_path):
             store.frames(store.session()["session_id"])
     out = cli("wire-export", db)
     assert out.returncode != 0 and b".blobs" in out.stderr and b"Traceback" not in out.stderr
+
+
+def test_a_migration_cut_off_between_step_and_version_is_finished(tmp_path):
+    """A loader killed after a step ran but before its version was written (older releases did
+    the two separately) must not make the file unopenable."""
+    db = str(tmp_path / "cut.db")
+    make_v1(db, [b"x"])
+    con = duckdb.connect(db)
+    con.execute("ALTER TABLE frames ADD COLUMN blob_offset BIGINT")  # step 2 ran, version says 1
+    con.close()
+    with open_store(db) as store:
+        assert store.version == SCHEMA_VERSION
+        assert [f.raw for f in store.frames("old1")] == [b"x"]
