@@ -75,6 +75,15 @@ def test_acp_session_replays_against_a_fresh_agent(source, recorded, kimi_exe):
     assert result.stats["files_written"] == 1 and written == "Notes: alpha, beta, gamma.\n"
 
 
+def test_cli_exit_0_against_a_fresh_agent(recorded, kimi_exe):
+    with fresh_run(kimi_exe) as run:
+        proc = subprocess.run([str(BIN / "wire-replay"), recorded, "--cwd", str(run.workdir), "--",
+                               *run.argv()], env=run.env(), capture_output=True, text=True,
+                              timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the agent MATCHES the recording" in proc.stdout and "9/9 requests matched" in proc.stdout
+
+
 def test_changed_script_fails_naming_the_first_divergence(recorded, kimi_exe):
     with fresh_run(kimi_exe, "acp_tools_changed") as run:
         proc = subprocess.run([str(BIN / "wire-replay"), recorded, "--cwd", str(run.workdir), "--",
