@@ -226,18 +226,16 @@ class RequestBook:
         return [e for e in self.entries if e.used_by is None]
 
 
-ID_FIELDS = ("id", "tool_call_id", "request_id")
-
-
 def rewrite_answer(answer: Msg, recorded_req: Msg, live_req: Msg) -> bytes:
     """The recorded answer, re-addressed to the live request: its JSON-RPC id and the ids inside
-    the result (request_id, tool_call_id, …) become the live request's."""
+    the result that the protocol adapter names (Wire: request_id, tool_call_id, …) become the
+    live request's."""
     mapping: dict[str, Any] = {}
     if isinstance(recorded_req.rpc_id, str):
         mapping[recorded_req.rpc_id] = live_req.rpc_id
     rp, lp = recorded_req.payload, live_req.payload
     if isinstance(rp, dict) and isinstance(lp, dict):
-        for k in ID_FIELDS:
+        for k in live_req.adapter.answer_id_fields:
             if isinstance(rp.get(k), str) and k in lp:
                 mapping.setdefault(rp[k], lp[k])
     obj = answer.obj if isinstance(answer.obj, dict) else {}

@@ -38,6 +38,10 @@ class Adapter:
     racy_methods: frozenset[str] = frozenset()
     # Ignore rules `[SELECTOR:]PATH` with the reason, applied by replay before comparing.
     ignore: tuple[tuple[str, str], ...] = ()
+    # Fields of an agent request's payload that its answer echoes (Wire: the request id as
+    # `request_id`): replay puts the live request's values there when it re-serves an answer.
+    # The JSON-RPC id itself is always the live one.
+    answer_id_fields: tuple[str, ...] = ()
     # Matchers (replay.matchers names) used when the user does not choose.
     default_match_on: tuple[str, ...] = ("method", "payload")
 

@@ -44,6 +44,7 @@ class Wire(Adapter):
         ("Notification:params.payload.payload.duration_s", "measured"),
     )
     default_match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")
+    answer_id_fields = ("id", "tool_call_id", "request_id")
 
     def detect(self, method, params, direction):
         if method in WIRE_ONLY_METHODS:
