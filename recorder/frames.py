@@ -69,6 +69,7 @@ class Extracted:
     known: bool | None = None
     protocol_hint: tuple[str, str | None] | None = None  # (protocol, version) this frame shows
     anomaly: str | None = None
+    id_is_str: bool = False  # rpc_id is text for 1 and "1" alike; JSON-RPC keeps them apart
 
 
 def _id_text(value) -> str | None:
@@ -147,13 +148,16 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump,
         return Extracted("invalid" if problem else kind, method, rpc_id, msg_type,
                          dump(adapter.payload(method, params)), problem, known,
                          protocols.detect(method, params, direction)
-                         if detect or method == "initialize" else None)
+                         if detect or method == "initialize" else None,
+                         id_is_str=isinstance(obj.get("id"), str))
     if "error" in obj:
         return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
-                         payload=dump(obj["error"]), parse_error=problem, known=True)
+                         payload=dump(obj["error"]), parse_error=problem, known=True,
+                         id_is_str=isinstance(obj.get("id"), str))
     if "result" in obj:
         return Extracted("invalid" if problem else "response", rpc_id=rpc_id,
-                         payload=dump(obj["result"]), parse_error=problem, known=True)
+                         payload=dump(obj["result"]), parse_error=problem, known=True,
+                         id_is_str=isinstance(obj.get("id"), str))
     return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
                      parse_error="neither a request (method) nor a response (result/error)")
 
@@ -167,7 +171,7 @@ class Classifier:
     def __init__(self, protocol: str | None = None):
         self.protocol = protocol
         self.version: str | None = None
-        self.pending: dict[tuple[str, str], int] = {}  # (direction, id) -> frame number
+        self.pending: dict[tuple[str, str, bool], int] = {}  # (direction, id, is str) -> frame
         self.n = 0
         self._foreign: dict[str, str | None] = {}  # method -> anomaly text
 
@@ -201,14 +205,15 @@ class Classifier:
         if rpc_id is not None:
             kind = ex.kind
             if kind == "request":
-                key = (direction, rpc_id)
+                key = (direction, rpc_id, ex.id_is_str)
                 if key in self.pending:
                     ex.anomaly = _join(ex.anomaly, f"request id {rpc_id} reused while an "
                                                    f"earlier {direction} request with that id "
                                                    f"is unanswered")
                 self.pending[key] = self.n
             elif kind == "response" or kind == "error":
-                self.pending.pop(("a2c" if direction == "c2a" else "c2a", rpc_id), None)
+                self.pending.pop(("a2c" if direction == "c2a" else "c2a", rpc_id, ex.id_is_str),
+                                 None)
         return ex
 
 

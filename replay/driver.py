@@ -387,7 +387,8 @@ class _AgentReplay:
                 self._effects(m)
             if ans is not None:
                 delay = (ans.t - entry.msg.t) / self.opts.speed if self.opts.speed > 0 else 0.0
-                self._schedule(now + max(0.0, delay), "answer", rewrite_answer(ans, entry.msg, m))
+                self._schedule(now + max(0.0, delay), "answer",
+                               self._paths(rewrite_answer(ans, entry.msg, m)))
                 self.stats["answers_sent"] += 1
             return
         near = self.book.near_misses(req)
@@ -439,6 +440,9 @@ class _AgentReplay:
         for old, new in self.value_map.items():
             if old in raw:
                 raw = raw.replace(b'"' + old + b'"', b'"' + new + b'"')
+        return self._paths(raw)
+
+    def _paths(self, raw: bytes) -> bytes:
         for old, new in self.path_map.items():
             if old in raw:
                 raw = raw.replace(old + b'"', new + b'"').replace(old + b"/", new + b"/")

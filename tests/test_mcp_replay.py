@@ -139,3 +139,21 @@ def test_mcp_server_time_and_git_replay(tmp_path, mcp_peers):
             import shutil
 
             shutil.rmtree(result.context["root"], ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["mcp_demo_2025", "mcp_demo_2026"])
+def test_recorded_work_dir_becomes_the_live_one_in_served_answers(name, tmp_path, mcp_peers):
+    """The recorded client's root was its work dir; replayed with --cwd elsewhere, the roots it
+    re-serves (a roots/list answer, or inputResponses in a retry) name the live dir, and the
+    server's echo of it still compares equal."""
+    from replay.driver import replay_session
+
+    live = tmp_path / "elsewhere"
+    live.mkdir()
+    rec = load(str(SAMPLES / f"{name}.jsonl"))
+    result = replay_session(rec, demo_server(DEMOS[name]), cwd=str(live))
+    assert result.ok, [d.headline() for d in result.divergences]
+    sent = b"".join(f.raw for f in result.frames if f.direction == "c2a")
+    got = b"".join(f.raw for f in result.frames if f.direction == "a2c")
+    assert live.as_uri().encode() in sent and rec.cwd.encode() not in sent
+    assert live.as_uri().encode() in got  # the server's client_roots result

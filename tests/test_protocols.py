@@ -144,3 +144,11 @@ print(json.dumps([c.protocol, ex.known, a.name, sorted(a.anchor_methods)]))
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == ["lsp", True, "lsp", ["textDocument/hover"]]
+
+
+def test_string_and_number_ids_are_different_ids():
+    c = Classifier("mcp")
+    assert c(j({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), "c2a").anomaly is None
+    assert c(j({"jsonrpc": "2.0", "id": "1", "method": "tools/list"}), "c2a").anomaly is None
+    c(j({"jsonrpc": "2.0", "id": "1", "result": {}}), "a2c")  # answers "1" only
+    assert "reused" in c(j({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), "c2a").anomaly
