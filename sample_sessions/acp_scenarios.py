@@ -26,13 +26,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from recorder.kimi_peer import CONFIG_TOML, PeerMissing, clean_env, find_kimi
-from sample_sessions.scenarios import msg_id, script, shell, text, think, tool_call, usage
+from recorder.kimi_peer import KimiRun, PeerMissing, clean_env
+from sample_sessions.scenarios import (Problems, msg_id, script, shell, text, think, tool_call,
+                                      usage)
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
@@ -76,16 +76,11 @@ def find_acp_python() -> Path:
 
 
 @dataclass
-class AcpRun:
-    """Scratch folder for one `kimi acp` run: HOME (.kimi/config.toml + credentials), the echo
-    scripts, and a work dir with the scenario's files. Use `AcpRun.create(...)`."""
-
-    kimi: Path
-    root: Path
-    home: Path
-    workdir: Path
-    scripts_path: Path
-    keep: bool = False
+class AcpRun(KimiRun):
+    """Scratch folder for one `kimi acp` run: a KimiRun (HOME, echo scripts, work dir) whose HOME
+    also holds what `kimi acp` reads there, since it takes no options: `.kimi/config.toml` and
+    the credentials its `session/new` insists on; plus the scenario's files in the work dir.
+    Use `AcpRun.create(...)`."""
 
     @classmethod
     def create(
@@ -98,34 +93,19 @@ class AcpRun:
         max_context_size: int = 100000,
         keep: bool = False,
     ) -> "AcpRun":
-        exe = Path(kimi) if kimi is not None else find_kimi()
-        # realpath: kimi keys its session folder (and reports paths) on the canonical work dir
-        root = Path(os.path.realpath(
-            tempfile.mkdtemp(prefix="kimi-acp-", dir=str(tmp_root) if tmp_root else None)))
-        home, workdir = root / "home", root / "work"
-        kimi_dir = home / ".kimi"
+        run = super().create(scripts, kimi=kimi, tmp_root=tmp_root,
+                             max_context_size=max_context_size, keep=keep)
+        kimi_dir = run.home / ".kimi"
         (kimi_dir / "credentials").mkdir(parents=True)
-        workdir.mkdir()
-        (kimi_dir / "config.toml").write_text(
-            CONFIG_TOML.format(max_context_size=int(max_context_size)), encoding="utf-8")
+        shutil.copyfile(run.config_path, kimi_dir / "config.toml")
         cred = kimi_dir / "credentials" / "kimi-code.json"
         cred.write_text(json.dumps(CREDENTIALS), encoding="utf-8")
         cred.chmod(0o600)
         for rel, content in (files or {}).items():
-            p = workdir / rel
+            p = run.workdir / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(content, encoding="utf-8")
-        run = cls(kimi=exe, root=root, home=home, workdir=workdir,
-                  scripts_path=root / "scripts.json", keep=keep)
-        run.write_scripts(scripts)
         return run
-
-    def write_scripts(self, scripts: Sequence[str]) -> None:
-        for s in scripts:
-            if not isinstance(s, str):
-                raise TypeError(f"echo scripts must be strings, got {type(s).__name__}")
-        self.scripts_path.write_text(json.dumps(list(scripts), ensure_ascii=False, indent=1),
-                                     encoding="utf-8")
 
     def argv(self) -> list[str]:
         return [str(self.kimi), "acp"]
@@ -143,20 +123,6 @@ class AcpRun:
         env = clean_env(base)
         env.update(self.agent_env())
         return env
-
-    @property
-    def log_path(self) -> Path:
-        return self.home / ".kimi" / "logs" / "kimi.log"
-
-    def cleanup(self) -> None:
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> "AcpRun":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cleanup()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,15 +264,8 @@ def run_acp_scenario(
 # checks
 
 
-class _Problems(list):
-    def expect(self, cond: Any, msg: str) -> bool:
-        if not cond:
-            self.append(msg)
-        return bool(cond)
-
-
 def generic_problems(scenario: AcpScenario, r: AcpResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     p.expect(not r.timed_out, "hard timeout (client killed)")
     p.expect(r.exit_code == 0, f"client exit code {r.exit_code}: {r.client_stderr.strip()[-500:]}")
     p.extend(f"client: {x}" for x in r.summary.get("problems", []))
@@ -391,7 +350,7 @@ def tools_scripts(shell_command: str, summary: str, final_text: str, reject_comm
 def _tools_check(shell_command: str, shell_output: str, summary: str, final_text: str,
                  reject_command: str) -> Check:
     def check(r: AcpResult) -> list[str]:
-        p = _Problems()
+        p = Problems()
         init = r.summary.get("initialize", {})
         p.expect(init.get("protocolVersion") == 1, f"initialize {init}")
         p.expect(r.summary.get("session", {}).get("updates") == ["available_commands_update"],

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from recorder.kimi_peer import PeerMissing
+from sample_sessions.scenarios import Problems
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PEERS = ROOT / ".peers"
@@ -54,11 +57,8 @@ GIT_ENV = {
 }
 
 
-class McpPeerMissing(Exception):
+class McpPeerMissing(PeerMissing):
     """An MCP peer venv (or a tool a scenario needs) is not installed."""
-
-    def one_line(self) -> str:
-        return str(self)
 
 
 def peer_python(venv: str) -> Path:
@@ -318,13 +318,6 @@ def run_mcp_scenario(
 # checks
 
 
-class _Problems(list):
-    def expect(self, cond: Any, msg: str) -> bool:
-        if not cond:
-            self.append(msg)
-        return bool(cond)
-
-
 def _fill(text: str, context: dict[str, Any]) -> str:
     for key in ("work_uri", "work", "repo"):
         text = text.replace("{" + key + "}", str(context.get(key, "")))
@@ -334,7 +327,7 @@ def _fill(text: str, context: dict[str, Any]) -> str:
 def check_mcp_scenario(scenario: McpScenario, result: McpResult, frames: Iterable[Any] | None = None) -> list[str]:
     """Problems with a run (empty = as intended): the client's summary, and with `frames` (the
     recorded frames: recorder Frame objects, or (direction, message dict) pairs) the wire."""
-    p = _Problems()
+    p = Problems()
     p.expect(not result.timed_out, "hard timeout")
     p.expect(result.exit_code == 0, f"client exit code {result.exit_code}: {result.stderr.strip()[-500:]}")
     s = result.summary
@@ -387,7 +380,7 @@ def _meta_pv(msg: dict) -> Any:
 
 def wire_problems(scenario: McpScenario, frames: Iterable[Any]) -> list[str]:
     """What the scenario's era implies about the frames on the wire."""
-    p = _Problems()
+    p = Problems()
     msgs = wire_messages(frames)
     bad = [d for d, m in msgs if not isinstance(m, dict)]
     p.expect(not bad, f"{len(bad)} frames that are not JSON objects")

@@ -136,7 +136,9 @@ def run_scenario(
 # checks
 
 
-class _Problems(list):
+class Problems(list):
+    """What a scenario check found wrong: `p.expect(cond, msg)` keeps msg when cond fails."""
+
     def expect(self, cond: Any, msg: str) -> bool:
         if not cond:
             self.append(msg)
@@ -182,7 +184,7 @@ def _status(result: ClientResult, prompt_id: str) -> Any:
 
 def generic_problems(scenario: Scenario, result: ClientResult) -> list[str]:
     """Checks that hold for every scenario."""
-    p = _Problems()
+    p = Problems()
     p.expect(not result.timed_out, "hard timeout")
     p.expect(result.exit_code == 0, f"exit code {result.exit_code}")
     p.extend(f"client: {x}" for x in result.problems)
@@ -217,7 +219,7 @@ def check_scenario(scenario: Scenario, result: ClientResult) -> list[str]:
     return problems
 
 
-def _approval_roundtrip(p: _Problems, frames: list[WireFrame], call_id: str, response: str,
+def _approval_roundtrip(p: Problems, frames: list[WireFrame], call_id: str, response: str,
                         feedback: str | None = None) -> None:
     """One ApprovalRequest for call_id, answered `response`, followed by ApprovalResponse."""
     reqs = [f for f in _of(frames, "ApprovalRequest") if f.payload.get("tool_call_id") == call_id]
@@ -255,7 +257,7 @@ def _add(sc: Scenario) -> Scenario:
 
 
 def _check_approve_shell(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     p.expect([f.type for f in r.requests()] == ["ApprovalRequest"], f"requests {[f.type for f in r.requests()]}")
     req = r.requests("ApprovalRequest")[0].payload
@@ -292,7 +294,7 @@ REJECT_FEEDBACK = "Please list the files with ls instead."
 
 
 def _check_reject_shell(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t1, t2 = turn_frames(r, "p-1"), turn_frames(r, "p-2")
     # turn 1: rejected without feedback -> the turn ends, no further LLM call
     _approval_roundtrip(p, t1, "call-1", "reject")
@@ -339,7 +341,7 @@ _add(
 
 
 def _check_approve_for_session(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     reqs = r.requests("ApprovalRequest")
     p.expect(len(reqs) == 1, f"{len(reqs)} ApprovalRequests (second call must be auto-approved)")
@@ -394,7 +396,7 @@ WEATHER_RESULT = {
 
 
 def _check_external_tool(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     init = r.result_of("init-1") or {}
     p.expect(init.get("external_tools", {}).get("accepted") == ["lookup_weather"], f"init external_tools {init.get('external_tools')}")
     t = turn_frames(r, "p-1")
@@ -439,7 +441,7 @@ _add(
 
 
 def _check_cancel_turn(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     reqs = r.requests("ApprovalRequest")
     if not p.expect(len(reqs) == 1, f"{len(reqs)} ApprovalRequests"):
@@ -492,7 +494,7 @@ MULTI_USAGE = {
 
 
 def _check_multi_step(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     p.expect([f.payload["n"] for f in _of(t, "StepBegin")] == [1, 2, 3], "steps 1..3")
     su = {f.payload.get("message_id"): f.payload for f in _of(t, "StatusUpdate")}
@@ -566,7 +568,7 @@ QUESTION_ANSWER = {"Which database should I use?": "SQLite"}
 
 
 def _check_question(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     p.expect([f.type for f in r.requests()] == ["QuestionRequest"], f"requests {[f.type for f in r.requests()]}")
     req = r.requests("QuestionRequest")[0]
@@ -609,7 +611,7 @@ HOOK_BLOCK_REASON = "rm is not allowed in this repository"
 
 
 def _check_hook(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     types = [f.type for f in r.requests()]
     p.expect(types == ["HookRequest", "ApprovalRequest", "HookRequest"], f"requests {types}")
@@ -664,7 +666,7 @@ STEER_TEXT = "Also tell me when you are done."
 
 
 def _check_steer(r: ClientResult) -> list[str]:
-    p = _Problems()
+    p = Problems()
     t = turn_frames(r, "p-1")
     _approval_roundtrip(p, t, "call-1", "approve")
     si = _index(t, lambda f: f.dir == "c2a" and f.method == "steer")

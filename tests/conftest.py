@@ -15,15 +15,20 @@ if str(ROOT) not in sys.path:  # sample_sessions/ is not an installed package
 from recorder.kimi_peer import KimiRun, PeerMissing, find_kimi  # noqa: E402
 
 
+def _peer(find, what: str):
+    """find() -> the peer; skip when it is missing, fail under CI (where it must be there)."""
+    try:
+        return find()
+    except PeerMissing as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{what} missing on CI: {e.one_line()}")
+        pytest.skip(e.one_line())
+
+
 @pytest.fixture(scope="session")
 def kimi_exe() -> Path:
     """Path of the real kimi executable; skip (fail on CI) when it is not installed."""
-    try:
-        return find_kimi()
-    except PeerMissing as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"real agent missing on CI: {e.one_line()}")
-        pytest.skip(e.one_line())
+    return _peer(find_kimi, "real agent")
 
 
 @pytest.fixture
@@ -47,24 +52,14 @@ def kimi_run(kimi_exe, tmp_path):
 def mcp_peers() -> dict[str, Path]:
     """The MCP peers (.peers/mcp2, .peers/mcp1, mcp-server-time, mcp-server-git, git);
     skip (fail on CI) when one is not installed."""
-    from sample_sessions.mcp_scenarios import McpPeerMissing, find_mcp_peers
+    from sample_sessions.mcp_scenarios import find_mcp_peers
 
-    try:
-        return find_mcp_peers()
-    except McpPeerMissing as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MCP peer missing on CI: {e.one_line()}")
-        pytest.skip(e.one_line())
+    return _peer(find_mcp_peers, "MCP peer")
 
 
 @pytest.fixture(scope="session")
 def acp_python() -> Path:
     """The interpreter of the ACP client SDK venv (.peers/acp); skip (fail on CI) when missing."""
-    from sample_sessions.acp_scenarios import AcpSdkMissing, find_acp_python
+    from sample_sessions.acp_scenarios import find_acp_python
 
-    try:
-        return find_acp_python()
-    except AcpSdkMissing as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"ACP client SDK missing on CI: {e.one_line()}")
-        pytest.skip(e.one_line())
+    return _peer(find_acp_python, "ACP client SDK")

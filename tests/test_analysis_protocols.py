@@ -230,7 +230,7 @@ def fresh(kimi_exe, acp_python, mcp_peers, tmp_path_factory):
     `p.db`, and the MCP demo in both eras into `f.db`."""
     from sample_sessions.acp_scenarios import ACP_SCENARIOS, check_acp_scenario, run_acp_scenario
     from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
-    from sample_sessions.record_mcp import proxy_prefix
+    from sample_sessions.record import proxy_prefix
 
     tmp = tmp_path_factory.mktemp("fresh")
     acp_db, mcp_db = str(tmp / "p.db"), str(tmp / "f.db")

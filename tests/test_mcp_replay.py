@@ -19,7 +19,7 @@ import pytest
 
 from replay.recording import load
 from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
-from sample_sessions.record_mcp import proxy_prefix
+from sample_sessions.record import proxy_prefix
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
