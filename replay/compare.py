@@ -85,7 +85,8 @@ class Position:
             where = self.where() if self.turn > self.turns_done else ""
             self.turns_done += 1
             return where
-        if self.turn == self.turns_done and (m.kind == "request" or m.msg_type in TURN_UPDATES):
+        if self.turn == self.turns_done and (m.kind == "request" or
+                                             m.msg_type in m.adapter.turn_types):
             self.turn += 1
         return self.where()
 
@@ -97,11 +98,6 @@ class Position:
         if self.step == 0:
             return f"turn {self.turn}"
         return f"turn {self.turn}, step {self.step}"
-
-
-# ACP session/update kinds that only happen inside a prompt's turn
-TURN_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call",
-                          "tool_call_update", "plan"})
 
 
 def is_anchor(m: Msg, anchor_ids: set[bytes]) -> bool:

@@ -29,7 +29,8 @@ from .compare import Divergence, Position, diff_streams, make_items
 from .errors import AgentStartError, ReplayInputError
 from .labels import describe
 from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
-from .normalize import IgnoreRule, Normalizer, _json_inner, default_rules, environment_values
+from .normalize import (IgnoreRule, Normalizer, WorkDirRewrite, _json_inner, default_rules,
+                        environment_values)
 from .recording import Msg, Recording, load, parse_msg
 
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
@@ -212,10 +213,10 @@ class _AgentReplay:
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
-        self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
+        rec_values = environment_values(rec.command, rec.cwd)
+        self.rec_norm = Normalizer(rules, rec_values)
         # recorded answers are re-served into the live run, so the recorded paths in them can come
         # back in live frames (an MCP server echoing the roots it was given)
-        rec_values = environment_values(rec.command, rec.cwd)
         live_values = environment_values(argv, cwd, dict(env) if env else None)
         self.live_norm = Normalizer(rules, sorted(set(live_values + rec_values),
                                                   key=lambda x: -len(x[0])))
@@ -224,9 +225,7 @@ class _AgentReplay:
         # (an ACP client names it in session/new) and values the agent mints in its responses
         # (ACP sessionId, MCP requestState). Rewritten in the client's frames before they go out.
         self.value_map: dict[bytes, bytes] = {}  # whole JSON strings
-        self.path_map: dict[bytes, bytes] = {}  # path prefixes, inside any string
-        if rec.cwd and cwd and os.path.realpath(rec.cwd) != os.path.realpath(cwd):
-            self.path_map[_json_inner(rec.cwd.rstrip("/"))] = _json_inner(cwd.rstrip("/"))
+        self._paths = WorkDirRewrite(rec.cwd, cwd)
         self.rec_responses = {m.id_key: m for m in rec.msgs
                               if m.direction == "a2c" and m.kind in ("response", "error")
                               and m.id_key in rec.client_requests}
@@ -410,8 +409,8 @@ class _AgentReplay:
         """Repeat what the recorded client did besides answering (ACP: write the file), but
         never outside the replay's work dir."""
         params = live.obj.get("params") if isinstance(live.obj, dict) else None
+        root = os.path.realpath(self.cwd or os.getcwd())
         for what, path, content in self.adapter.client_effects(live.method, params):
-            root = os.path.realpath(self.cwd or os.getcwd())
             target = os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path))
             if what != "write_file" or os.path.commonpath([root, target]) != root:
                 self.stats["effects_skipped"] += 1
@@ -441,12 +440,6 @@ class _AgentReplay:
             if old in raw:
                 raw = raw.replace(b'"' + old + b'"', b'"' + new + b'"')
         return self._paths(raw)
-
-    def _paths(self, raw: bytes) -> bytes:
-        for old, new in self.path_map.items():
-            if old in raw:
-                raw = raw.replace(old + b'"', new + b'"').replace(old + b"/", new + b"/")
-        return raw
 
     def _stop(self, why: str) -> None:
         if self.stopped is None:

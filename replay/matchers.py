@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
+from recorder import protocols
+
 from .errors import ReplayInputError
 from .labels import _short, field_diff
 from .normalize import canonical
@@ -129,8 +131,7 @@ def _display(r: Request) -> Any:
     return r.get("display") if r.msg_type == "ApprovalRequest" else None
 
 
-DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "type", "approval", "tool_call", "question",
-                                     "hook", "other")
+DEFAULT_MATCH_ON: tuple[str, ...] = protocols.get("wire").default_match_on
 
 
 def parse_match_on(spec: str | Sequence[str] | None,

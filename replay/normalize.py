@@ -85,6 +85,25 @@ def _json_inner(s: str) -> bytes:
     return orjson.dumps(s)[1:-1]
 
 
+class WorkDirRewrite:
+    """Rewrites the recorded work dir to the live one in frames the replay sends (the recorded
+    client's frames, recorded answers, a stand-in agent's frames): as a whole JSON string and as
+    the prefix of a path inside any string. No-op when the two are the same directory."""
+
+    def __init__(self, recorded: str | None, live: str | None):
+        self.old = self.new = b""
+        if recorded and live and os.path.isabs(recorded) and \
+                os.path.realpath(recorded) != os.path.realpath(live):
+            self.old = _json_inner(recorded.rstrip("/"))
+            self.new = _json_inner(os.path.abspath(live).rstrip("/"))
+
+    def __call__(self, raw: bytes) -> bytes:
+        if self.old and self.old in raw:
+            raw = raw.replace(self.old + b'"', self.new + b'"') \
+                .replace(self.old + b"/", self.new + b"/")
+        return raw
+
+
 SESSION_FLAGS = ("-S", "--session")
 PATH_FLAGS = ("-w", "--work-dir", "--config-file", "--agent-file", "--mcp-config-file")
 

@@ -22,6 +22,7 @@ from recorder.transcript import load_recording
 from .errors import ReplayInputError
 
 _MISSING = object()
+WIRE = protocols.get("wire")
 
 
 @dataclass(slots=True)
@@ -39,7 +40,7 @@ class Msg:
     payload: Any = None
     newline: bool = True
     index: int = -1  # position among the session's messages
-    adapter: Adapter = protocols.get("wire")
+    adapter: Adapter = WIRE
 
     @property
     def id_key(self) -> bytes | None:
@@ -59,9 +60,6 @@ class Msg:
         if self.msg_type is not None:
             return (self.method, self.msg_type)
         return (self.kind, self.method)
-
-
-WIRE = protocols.get("wire")
 
 
 def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True,

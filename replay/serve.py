@@ -22,7 +22,7 @@ import orjson
 from .compare import Divergence, Position
 from .driver import LiveFrame, ReplayOptions, ReplayResult
 from .labels import describe, field_diff
-from .normalize import Normalizer, _json_inner, environment_values
+from .normalize import Normalizer, WorkDirRewrite, environment_values
 from .recording import Msg, Recording, load, parse_msg
 
 _EOF = None
@@ -44,10 +44,8 @@ class _Serve:
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
         # the client under test started us in its work dir (its roots, its paths)
         self.live_norm = Normalizer(rules, environment_values([], os.getcwd()))
-        self.path_map: dict[bytes, bytes] = {}
-        if rec.cwd and os.path.isabs(rec.cwd) and \
-                os.path.realpath(rec.cwd) != os.path.realpath(os.getcwd()):
-            self.path_map[_json_inner(rec.cwd.rstrip("/"))] = _json_inner(os.getcwd().rstrip("/"))
+        # an ACP agent names files by absolute path, inside the work dir the client gave it
+        self._paths = WorkDirRewrite(rec.cwd, os.getcwd())
         self.inbox: queue.Queue = queue.Queue()
         self.buffer: list[Msg] = []  # live client frames not consumed yet
         self.client_eof = False
@@ -177,14 +175,6 @@ class _Serve:
             self._emit(self._paths(orjson.dumps(obj)), m.newline)
         else:
             self._emit(self._paths(m.raw), m.newline)
-
-    def _paths(self, raw: bytes) -> bytes:
-        """The recorded work dir becomes the client's (an ACP agent names files by absolute
-        path, inside the work dir the client gave it)."""
-        for old, new in self.path_map.items():
-            if old in raw:
-                raw = raw.replace(old + b'"', new + b'"').replace(old + b"/", new + b"/")
-        return raw
 
     def _check_client_frame(self, m: Msg) -> None:
         label = describe(m)

@@ -44,6 +44,8 @@ class Acp(Adapter):
     anchor_methods = frozenset({"initialize", "authenticate", "session/new", "session/load",
                                 "session/prompt", "session/fork", "session/resume"})
     turn_methods = frozenset({"session/prompt"})
+    turn_types = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call",
+                            "tool_call_update", "plan"})
     ordered_types = CHUNKS
     racy_methods = frozenset({"session/cancel", "$/cancel_request"})
     ignore = (

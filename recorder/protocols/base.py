@@ -30,6 +30,9 @@ class Adapter:
     anchor_methods: frozenset[str] = frozenset()
     # Client requests that make a turn (a user prompt): `turns` in analysis, "turn N" in reports.
     turn_methods: frozenset[str] = frozenset()
+    # Agent frame types only sent inside a turn: where a protocol has no turn-begin event (ACP),
+    # the first of these (or an agent request) after a turn's end starts the next turn.
+    turn_types: frozenset[str] = frozenset()
     # Agent frame types that begin a new segment for comparison (Wire: TurnBegin, StepBegin).
     anchor_types: frozenset[str] = frozenset()
     # Streamed content types whose order counts inside a segment.
