@@ -16,6 +16,7 @@ import orjson
 
 from recorder import protocols
 from recorder.errors import UserError
+from recorder.frames import Classifier
 from recorder.protocols.base import Adapter
 from recorder.transcript import load_recording
 
@@ -226,22 +227,17 @@ def repair_order(msgs: list[Msg]) -> list[Msg]:
 
 def session_adapter(session: dict, frames) -> Adapter:
     """The recorded session's protocol adapter: its protocol column, else detected from the
-    client's frames (recordings imported from elsewhere)."""
+    frames the way the recorder detects it (recordings imported from elsewhere)."""
     name = session.get("protocol")
-    if name in protocols.ADAPTERS:
-        return protocols.get(name)
-    for f in frames:
-        if f.direction != "c2a":
-            continue
-        try:
-            obj = orjson.loads(bytes(f.raw))
-        except (orjson.JSONDecodeError, TypeError):
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("method"), str):
-            hint = protocols.detect(obj["method"], obj.get("params"), "c2a")
-            if hint is not None:
-                return protocols.get(hint[0])
-    return WIRE
+    if name not in protocols.ADAPTERS:
+        detect = Classifier()
+        for f in frames:
+            if f.direction in ("c2a", "a2c") and f.raw is not None:
+                detect(bytes(f.raw), f.direction)
+                if detect.protocol:
+                    name = detect.protocol
+                    break
+    return protocols.get(name) if name in protocols.ADAPTERS else WIRE
 
 
 def build_recording(path: str, session: dict, frames) -> Recording:
