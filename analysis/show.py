@@ -45,6 +45,13 @@ def fmt_ms(ms: float | None) -> str:
     return f"{int(ms // 60_000)} min {ms % 60_000 / 1000:.0f} s"
 
 
+def _initialized(t: str, method: str, info, protocol, took: str) -> str:
+    """The answer to a handshake: who the agent (or server) is and which protocol it speaks."""
+    info = info if isinstance(info, dict) else {}
+    return (f"{t} [dim]< {method}: {escape(str(info.get('name')))} "
+            f"{escape(str(info.get('version')))}, protocol {protocol}{took}[/]")
+
+
 def _tokens(u: dict | None) -> int:
     if not u:
         return 0
@@ -245,9 +252,7 @@ class Timeline:
                 color = "green" if status == "finished" else "yellow"
                 return [f"{t} [{color}]< prompt {status}[/]{took}"]
             if method == "initialize":
-                srv = p.get("server") or {}
-                return [f"{t} [dim]< initialize: {escape(str(srv.get('name')))} "
-                        f"{escape(str(srv.get('version')))}, protocol {p.get('protocol_version')}{took}[/]"]
+                return [_initialized(t, "initialize", p.get("server"), p.get("protocol_version"), took)]
             return [f"{t} [dim]< {method} {escape(short(p, 60))}{took}[/]"]
         if f.method == "request":
             self._agent_reqs[f.rpc_id] = (mt, f.mono_ns, p)
@@ -435,9 +440,7 @@ class Timeline:
             return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/]: [{color}]{escape(str(stop))}[/]"
                     f"{took}, {turn.get('tools', 0)} tool calls"]
         if method == "initialize":
-            info = p.get("agentInfo") or {}
-            return [f"{t} [dim]< initialize: {escape(str(info.get('name')))} "
-                    f"{escape(str(info.get('version')))}, protocol {p.get('protocolVersion')}{took}[/]"]
+            return [_initialized(t, "initialize", p.get("agentInfo"), p.get("protocolVersion"), took)]
         if method in ("session/new", "session/load"):
             return [f"{t} [dim]< {method}: session {escape(str(p.get('sessionId')))}{took}[/]"]
         return [f"{t} [dim]< {escape(str(method))} {escape(short(p, 60))}{took}[/]"]
@@ -552,9 +555,7 @@ class Timeline:
             return [f"{t}      [green]✓ {escape(str(name))}[/] {dur}{rounds}: "
                     f"{escape(short(text or p.get('structuredContent'), self.width // 2))}"]
         if method == "initialize":
-            info = p.get("serverInfo") or {}
-            return [f"{t} [dim]< initialize: {escape(str(info.get('name')))} "
-                    f"{escape(str(info.get('version')))}, protocol {p.get('protocolVersion')}{took}[/]"]
+            return [_initialized(t, "initialize", p.get("serverInfo"), p.get("protocolVersion"), took)]
         if method == "server/discover":
             info = (p.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
             return [f"{t} [dim]< server/discover: {escape(str(info.get('name')))} "
