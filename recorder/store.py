@@ -13,6 +13,7 @@ bytes back.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from typing import Callable
 
@@ -164,6 +165,8 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         if os.path.getsize(path) and not is_duckdb_file(path):
             raise NotARecording(f"{path} is not a DuckDB file",
                                 "give a .db written by wire-proxy (or a .jsonl transcript)")
+    if not read_only:
+        _drop_if_empty(path)
     try:
         return duckdb.connect(path, read_only=read_only)
     except duckdb.IOException as e:
@@ -179,6 +182,29 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         raise NotARecording(f"cannot open {path}: {str(e).splitlines()[0]}") from None
 
 
+def _drop_if_empty(path: str) -> None:
+    """DuckDB refuses a 0-byte file, which is what a process killed while DuckDB was creating the
+    file leaves (a loader SIGKILLed with its proxy). Nothing is in it: remove it so the file is
+    created afresh, unless some process holds DuckDB's lock on it (then it is being created now)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_size:
+            return
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
+        if os.fstat(fd).st_size == 0 and os.path.samestat(os.fstat(fd), os.stat(path)):
+            os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -188,26 +214,27 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    con.execute(META_DDL)
     current = schema_version(con) or 0
     if current > SCHEMA_VERSION:
         raise SchemaTooNew(f"written by a newer wire-recorder (schema {current}; this one reads up "
                            f"to {SCHEMA_VERSION})", "upgrade wire-recorder")
     for version, step in MIGRATIONS:
         if version > current:
-            # a step and its version number commit together: a process killed mid-way (SIGKILL
-            # of proxy and loader) leaves the file at one version or the next, never between
+            # a step and its version number commit together (the meta table with the first): a
+            # process killed mid-way (SIGKILL of proxy and loader) leaves the file at one version
+            # or the next, never between, and never as tables without a version
             con.execute("BEGIN TRANSACTION")
             try:
+                con.execute(META_DDL)
                 step(con)
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                             [str(version)])
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('created_by', 'wire-recorder')")
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
             current = version
-    con.execute("INSERT OR IGNORE INTO meta VALUES ('created_by', 'wire-recorder')")
     return current
 
 
@@ -357,4 +384,11 @@ def open_store(path: str, read_only: bool = False) -> Store:
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT internal").fetchone()[0])
+    """Tables that are not ours. An empty `meta` alone is a file whose creation by wire-recorder
+    before schema 3's fix was killed before its first commit (meta was created on its own)."""
+    names = [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
+    if names == ["meta"]:
+        return bool(con.execute("SELECT count(*) FROM meta WHERE key <> 'created_by' "
+                                "OR value <> 'wire-recorder'").fetchone()[0])
+    return bool(names)

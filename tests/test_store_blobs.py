@@ -141,3 +141,31 @@ def test_a_migration_cut_off_between_step_and_version_is_finished(tmp_path):
     with open_store(db) as store:
         assert store.version == SCHEMA_VERSION
         assert [f.raw for f in store.frames("old1")] == [b"x"]
+
+
+@pytest.mark.parametrize("left", ["empty file", "meta table only"])
+def test_a_file_whose_creation_was_killed_is_created_afresh(tmp_path, left):
+    """A loader SIGKILLed with its proxy while DuckDB was creating the file leaves 0 bytes, or
+    (before meta joined the first migration's transaction) an empty meta table; `recover` must
+    still load the session into the file the user named, not a sibling."""
+    db = str(tmp_path / "s.db")
+    if left == "empty file":
+        open(db, "wb").close()
+    else:
+        con = duckdb.connect(db)
+        con.execute(META_DDL)
+        con.close()
+    with open_store(db) as store:
+        assert store.version == SCHEMA_VERSION
+        assert store.sessions() == []
+
+
+def test_a_foreign_duckdb_file_with_only_a_meta_table_is_still_refused(tmp_path):
+    db = str(tmp_path / "theirs.db")
+    con = duckdb.connect(db)
+    con.execute(META_DDL)
+    con.execute("INSERT INTO meta VALUES ('owner', 'somebody else')")
+    con.close()
+    with pytest.raises(NotARecording, match="not a wire-recorder recording"):
+        open_store(db)
+    assert db_rows(db, "SELECT * FROM meta") == [("owner", "somebody else")]
