@@ -427,8 +427,12 @@ class Timeline:
             return self._turn_begin(f, t, text)
         if f.method == "initialize":
             return [f"{t} [dim]> initialize (ACP protocol {escape(str(p.get('protocolVersion')))})[/]"]
-        if f.method in ("session/new", "session/load"):
-            return [f"{t} [dim]> {f.method} {escape(str(p.get('cwd') or p.get('sessionId')))}[/]"]
+        if f.method == "session/load":  # the agent replays the session's history before answering
+            self._loading = True
+            return [f"{t} [dim]> session/load {escape(str(p.get('sessionId')))} (its history "
+                    f"follows, marked history)[/]"]
+        if f.method == "session/new":
+            return [f"{t} [dim]> {f.method} {escape(str(p.get('cwd')))}[/]"]
         return [f"{t} > {escape(str(f.method))} {escape(short(p, self.width // 2))}"]
 
     def _acp_response(self, f: Frame, t: str, p: dict, req, took: str) -> list[str]:
@@ -441,11 +445,17 @@ class Timeline:
                     f"{took}, {turn.get('tools', 0)} tool calls"]
         if method == "initialize":
             return [_initialized(t, "initialize", p.get("agentInfo"), p.get("protocolVersion"), took)]
-        if method in ("session/new", "session/load"):
+        if method == "session/load":
+            self._loading = False
+            return [f"{t} [dim]< session/load: history replayed{took}[/]"]
+        if method == "session/new":
             return [f"{t} [dim]< {method}: session {escape(str(p.get('sessionId')))}{took}[/]"]
         return [f"{t} [dim]< {escape(str(method))} {escape(short(p, 60))}{took}[/]"]
 
     def _acp_update(self, f: Frame, t: str, u: dict) -> list[str]:
+        if getattr(self, "_loading", False):
+            # what an earlier session did, replayed by session/load: shown, not counted
+            return [f"{t}   [dim]history {escape(self.describe_history(f.msg_type, u))}[/]"]
         mt = f.msg_type
         if mt == "tool_call":
             call_id = u.get("toolCallId")
@@ -491,6 +501,16 @@ class Timeline:
         if mt == "current_mode_update":
             return [f"{t}   [dim]mode {escape(str(u.get('currentModeId')))}[/]"]
         return [f"{t}   [dim]session/update {escape(str(mt))}[/]"]
+
+    def describe_history(self, mt: str | None, u: dict) -> str:
+        if mt in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk"):
+            who = {"user_message_chunk": "user", "agent_message_chunk": "text",
+                   "agent_thought_chunk": "thought"}[mt]
+            return f"{who} {short((u.get('content') or {}).get('text'), self.width // 2)}"
+        if mt in ("tool_call", "tool_call_update"):
+            bits = [u.get("title"), u.get("status")]
+            return f"{mt} " + " ".join(str(b) for b in bits if b)
+        return str(mt)
 
     def _mcp_client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "initialize":

@@ -50,7 +50,9 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
     # The views are expensive to recompute for each question; one pass each into temp tables
     # (a few hundred thousand rows at most, streamed text excluded) keeps the whole summary fast.
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{w}", p)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls{w}", p)
+    # calls a reopened ACP session's history replays ran in an earlier session: not counted
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls"
+                f"{w}{' AND' if w else ' WHERE'} NOT history", p)
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{w}", p)
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT * FROM errors{w}", p)
 

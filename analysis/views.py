@@ -626,7 +626,7 @@ TOOL_CALL_COLUMNS = """session_id, protocol, turn, step, tool_call_id, tool_name
     updates, approval_requested, approval, approval_resolved_by, approval_feedback,
     approval_wait_ms, external, external_outcome, external_wait_ms, input_rounds, input_wait_ms,
     agent_id, subagent_type, parent_tool_call_id, subagent_events, subagent_tool_calls,
-    subagent_tokens, seq"""
+    subagent_tokens, history, seq"""
 
 TOOL_CALLS = """
 CREATE OR REPLACE {temp} VIEW tool_calls AS
@@ -712,6 +712,7 @@ WITH tool_events AS {materialized} (
         coalesce(sub.subagent_events, 0) AS subagent_events,
         coalesce(sub.subagent_tool_calls, 0) AS subagent_tool_calls,
         coalesce(sub.subagent_tokens, 0) AS subagent_tokens,
+        false AS history,
         wire_calls.seq
     FROM wire_calls
     LEFT JOIN wire_parts ON wire_parts.session_id = wire_calls.session_id
@@ -739,6 +740,14 @@ WITH tool_events AS {materialized} (
       AND type IN ('tool_call', 'tool_call_update')
 ), acp_starts AS (
     SELECT * FROM acp_updates WHERE type = 'tool_call'
+), acp_history AS (
+    -- calls a reopened session's history replays (between session/load and its answer): they
+    -- ran in an earlier session, not now
+    SELECT acp_starts.session_id, acp_starts.seq
+    FROM acp_starts JOIN wr_rpc loads ON loads.session_id = acp_starts.session_id
+        AND loads.protocol = 'acp' AND loads.direction = 'c2a' AND loads.method = 'session/load'
+        AND acp_starts.seq > loads.seq
+        AND acp_starts.seq < coalesce(loads.answer_seq, 9223372036854775807)
 ), acp_later AS (
     -- each update belongs to the latest tool_call with its id before it
     SELECT later.*, acp_starts.seq AS start_seq
@@ -779,6 +788,8 @@ WITH tool_events AS {materialized} (
         appr.request_id IS NOT NULL AS approval_requested,
         appr.outcome AS approval, appr.resolved_by AS approval_resolved_by,
         appr.wait_ms AS approval_wait_ms,
+        acp_starts.seq IN (SELECT seq FROM acp_history
+                           WHERE acp_history.session_id = acp_starts.session_id) AS history,
         acp_starts.seq
     FROM acp_starts
     LEFT JOIN acp_agg ON acp_agg.session_id = acp_starts.session_id
@@ -831,6 +842,7 @@ WITH tool_events AS {materialized} (
              WHEN TRY_CAST(last_answer->>'isError' AS BOOLEAN)
              THEN json_extract_string(last_answer, '$.content[0].text') END AS message,
         input_rounds, coalesce(input_wait_ms, 0) AS input_wait_ms,
+        false AS history,
         root_seq AS seq
     FROM mcp_logical
 )--</mcp>

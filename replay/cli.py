@@ -70,6 +70,7 @@ def command(
     timeout: float = typer.Option(600.0, "--timeout", help="seconds for the whole run"),
     cwd: Optional[str] = typer.Option(None, "--cwd", help="work dir for the agent (default: current dir; recorded cwd with the recorded command)"),
     env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
+    origin: List[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db is always searched (repeatable)"),
     report: Optional[str] = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON report instead of text (stderr with --serve)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),
@@ -77,7 +78,7 @@ def command(
     try:
         code = _run(session_file, session, serve, update, output, match_on, ignore,
                     no_default_ignores, on_unmatched, speed, frame_timeout, timeout, cwd, env,
-                    report, as_json, quiet)
+                    report, as_json, quiet, origin)
     except UserError as e:
         _err(e.one_line())
         code = e.exit_code
@@ -88,7 +89,8 @@ def command(
 
 
 def _run(session_file, session, serve, update, output, match_on, ignore, no_default_ignores,
-         on_unmatched, speed, frame_timeout, timeout, cwd, env, report, as_json, quiet) -> int:
+         on_unmatched, speed, frame_timeout, timeout, cwd, env, report, as_json, quiet,
+         origin=()) -> int:
     from . import report as rp
     from .recording import load
 
@@ -100,6 +102,12 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
         raise ReplayInputError("--serve plays the agent itself: no agent command or --update with it")
     if output and not update:
         raise ReplayInputError("--output only goes with --update")
+    if origin and serve:
+        raise ReplayInputError("--origin only goes with an agent under test, not --serve")
+    for path in origin:
+        if not os.path.isfile(path):
+            raise ReplayInputError(f"--origin {path}: no such file",
+                                   "give a .db or .jsonl recording")
     rec = load(session_file, session)
     if serve:
         from .serve import serve_session
@@ -111,7 +119,8 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
         if env:
             run_env = dict(os.environ)
             run_env.update(_env_pairs(env))
-        result = replay_session(rec, _agent_cmd or None, env=run_env, cwd=cwd, options=opts)
+        result = replay_session(rec, _agent_cmd or None, env=run_env, cwd=cwd, options=opts,
+                                origin_files=origin)
         out = sys.stdout
     if report:
         rp.write_report(report, result)

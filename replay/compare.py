@@ -55,6 +55,7 @@ class Item:
     ordered: bool
     label: str
     seg: int = 0
+    optional: bool = False  # may be missing or extra (the agent's turn was cut short)
 
 
 class Position:
@@ -108,7 +109,8 @@ def is_anchor(m: Msg, anchor_ids: set[bytes]) -> bool:
 
 def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[bytes],
                shared: dict | None = None, literals: tuple[bytes, ...] = (),
-               turn_ids: set[bytes] | frozenset = frozenset()) -> list[Item]:
+               turn_ids: set[bytes] | frozenset = frozenset(),
+               optional: set[int] | frozenset = frozenset()) -> list[Item]:
     """Items of one stream. `shared` caches the normalisation of frames whose bytes occur in both
     streams (most of an unchanged agent's frames): identical bytes normalise alike unless they
     hold one side's environment `literals`, which are never cached."""
@@ -126,7 +128,23 @@ def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[byte
         seg += anchor
         out.append(Item(m, hit[0], hit[1], pos.see(m), anchor,
                         m.kind == "notification" and m.msg_type in m.adapter.ordered_types,
-                        hit[2], seg))
+                        hit[2], seg, m.index in optional))
+    return out
+
+
+def cut_short(msgs: Iterable[Msg], adapter, turn_ids: set[bytes] | frozenset) -> set[int]:
+    """Indexes of the agent notifications between a client frame of `adapter.cut_short_by` and
+    the response that ends its turn (the recorded side; the driver tracks the live side)."""
+    out: set[int] = set()
+    open_ = False
+    for m in msgs:
+        if m.direction == "c2a" and m.method in adapter.cut_short_by:
+            open_ = True
+        elif m.direction == "a2c" and open_:
+            if m.kind in ("response", "error") and m.id_key in turn_ids:
+                open_ = False
+            elif m.kind == "notification":
+                out.add(m.index)
     return out
 
 
@@ -166,8 +184,10 @@ def _changed(a: Item, b: Item) -> Divergence:
                       details, a.seg)
 
 
-def diff_streams(recorded: list[Item], live: list[Item]) -> list[Divergence]:
-    """Differences in recorded order. [] when the streams agree up to the allowed reordering."""
+def diff_streams(recorded: list[Item], live: list[Item],
+                 tolerated: list[Item] | None = None) -> list[Divergence]:
+    """Differences in recorded order. [] when the streams agree up to the allowed reordering.
+    Optional items missing on one side are no divergence; they go to `tolerated`."""
     a, b = canonical_order(recorded), canonical_order(live)
     sa, sb = [i.sig for i in a], [i.sig for i in b]
     if sa == sb:
@@ -196,11 +216,24 @@ def diff_streams(recorded: list[Item], live: list[Item]) -> list[Divergence]:
                     pairs[k] = y
                     free.remove(y)
                     break
-        # what is left pairs up in order: "expected ToolCall …, got ContentPart …"
+        # an optional frame without a counterpart of its type was cut short: no divergence
+        left_a = []
         for k, x in enumerate(ra):
+            if k not in pairs and x.optional:
+                if tolerated is not None:
+                    tolerated.append(x)
+            else:
+                left_a.append(k)
+        for y in [y for y in free if y.optional]:
+            free.remove(y)
+            if tolerated is not None:
+                tolerated.append(y)
+        # what is left pairs up in order: "expected ToolCall …, got ContentPart …"
+        for k in left_a:
             if k not in pairs and free:
                 pairs[k] = free.pop(0)
-        for k, x in enumerate(ra):
+        for k in left_a:
+            x = ra[k]
             if k in pairs:
                 out.append(_changed(x, pairs[k]))
             else:

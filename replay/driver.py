@@ -25,17 +25,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .compare import Divergence, Position, diff_streams, make_items
+from .compare import Divergence, Position, cut_short, diff_streams, make_items
 from .errors import AgentStartError, ReplayInputError
 from .labels import describe
 from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
 from .normalize import (IgnoreRule, Normalizer, WorkDirRewrite, _json_inner, default_rules,
                         environment_values)
+from .origins import find_origins
 from .recording import Msg, Recording, load, parse_msg
 
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
 # is doing at that moment (wire spec §5: an immediate cancel changes which frames appear), so even
 # "as fast as possible" keeps their recorded delay after the frame they followed, up to this cap.
+HOLD_MAX_S = 5.0  # longest an answer waits for client frames recorded before it
 RACY_DELAY_CAP_S = 5.0
 STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
 ON_UNMATCHED = ("fail", "reject", "error")
@@ -95,10 +97,13 @@ class ReplayResult:
     stats: dict[str, Any] = field(default_factory=dict)
     frames: list[LiveFrame] = field(default_factory=list)
     stderr: bytes = b""
+    # sessions replayed first because this one refers to what they created (ACP session/load)
+    origins: list["ReplayResult"] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.divergences
+        return not self.divergences and all(o.ok for o in self.origins)
 
     @property
     def exit_code(self) -> int:
@@ -209,7 +214,7 @@ _EOF = None
 
 class _AgentReplay:
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
-                 cwd: str | None, opts: ReplayOptions):
+                 cwd: str | None, opts: ReplayOptions, values: Mapping[bytes, bytes] | None = None):
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
@@ -224,7 +229,7 @@ class _AgentReplay:
         # Recorded values the client sends back, and what the live run has instead: the work dir
         # (an ACP client names it in session/new) and values the agent mints in its responses
         # (ACP sessionId, MCP requestState). Rewritten in the client's frames before they go out.
-        self.value_map: dict[bytes, bytes] = {}  # whole JSON strings
+        self.value_map: dict[bytes, bytes] = dict(values or {})  # whole JSON strings
         self._paths = WorkDirRewrite(rec.cwd, cwd)
         self.rec_responses = {m.id_key: m for m in rec.msgs
                               if m.direction == "a2c" and m.kind in ("response", "error")
@@ -242,6 +247,9 @@ class _AgentReplay:
         self.snapshots: dict[bytes, Counter] = {}
         self.inbox: queue.Queue = queue.Queue()
         self.scheduled: list[tuple[float, int, str, bytes, bool]] = []  # when, order, what, raw, nl
+        # answers waiting for client frames recorded before them: (recorded index, give-up time,
+        # delay, raw)
+        self.held: list[tuple[int, float, float, bytes]] = []
         self.order = 0
         self.step_i = 0
         self.step_scheduled = False
@@ -249,7 +257,10 @@ class _AgentReplay:
         self.stdout_eof = False
         self.stopped: str | None = None
         self.timed_out = False
-        self.pos = Position(rec.turn_ids())
+        self.turn_keys = rec.turn_ids()
+        self.pos = Position(self.turn_keys)
+        self.cut_open = False  # a cut_short_by frame went out and its turn has not ended
+        self.live_optional: set[int] = set()
         self.stderr_chunks: list[bytes] = []
         self.stats = Counter()
 
@@ -367,6 +378,11 @@ class _AgentReplay:
         self._frame("a2c", raw, nl, mono_ns=t_ns)
         self.counts[m.coarse] += 1
         where = self.pos.see(m)
+        if self.cut_open:
+            if m.kind in ("response", "error") and m.id_key in self.turn_keys:
+                self.cut_open = False
+            elif m.kind == "notification":
+                self.live_optional.add(m.index)
         if m.kind in ("response", "error") and m.id_key is not None:
             self.snapshots.setdefault(m.id_key, Counter(self.counts))
             self._learn_values(m)
@@ -386,8 +402,15 @@ class _AgentReplay:
                 self._effects(m)
             if ans is not None:
                 delay = (ans.t - entry.msg.t) / self.opts.speed if self.opts.speed > 0 else 0.0
-                self._schedule(now + max(0.0, delay), "answer",
-                               self._paths(rewrite_answer(ans, entry.msg, m)))
+                raw = self._paths(rewrite_answer(ans, entry.msg, m))
+                if self._before(ans.index):
+                    # the recorded client sent something else first (ACP: session/cancel, then
+                    # the pending permission answered `cancelled`); answering now would turn
+                    # the cancel into a no-op
+                    self.held.append((ans.index, now + HOLD_MAX_S, delay, raw))
+                    self.stats["answers_held"] += 1
+                else:
+                    self._schedule(now + max(0.0, delay), "answer", raw)
                 self.stats["answers_sent"] += 1
             return
         near = self.book.near_misses(req)
@@ -404,6 +427,24 @@ class _AgentReplay:
                                         f"{what}; answered with {'a rejection' if mode == 'reject' else 'a JSON-RPC error'}",
                                         None, None, details))
             self._schedule(now, "answer", fallback_answer(m, mode))
+
+    def _before(self, index: int) -> bool:
+        """Is a client frame recorded before recorded message `index` still unsent?"""
+        return self.step_i < len(self.steps) and self.steps[self.step_i].msg is not None and \
+            self.steps[self.step_i].pos < index
+
+    def _release_held(self, now: float) -> None:
+        """Schedule held answers whose earlier client frames are out, or that waited too long
+        (a live agent that never sends what those frames wait for must not stall its answer)."""
+        keep = []
+        for idx, give_up, delay, raw in self.held:
+            if self.stopped:
+                continue
+            if not self._before(idx) or now >= give_up:
+                self._schedule(now + max(0.0, delay), "answer", raw)
+            else:
+                keep.append((idx, give_up, delay, raw))
+        self.held = keep
 
     def _effects(self, live: Msg) -> None:
         """Repeat what the recorded client did besides answering (ACP: write the file), but
@@ -467,16 +508,23 @@ class _AgentReplay:
         try:
             while True:
                 now = time.monotonic()
+                if self.held:
+                    self._release_held(now)
                 while self.scheduled and self.scheduled[0][0] <= now:
                     _, _, what, raw, nl = self.scheduled.pop(0)
                     if what == "eof":
                         self._close_stdin()
                     else:  # a dead agent shows up as stdout EOF
                         self._write(self._rewrite(raw) if what == "step" else raw, nl)
+                        if what == "step" and \
+                                self.steps[self.step_i].msg.method in self.adapter.cut_short_by:
+                            self.cut_open = True
                     if what in ("step", "eof"):
                         self.step_i += 1
                         self.step_scheduled = False
                         last_activity = time.monotonic()
+                        if self.held:  # right behind the frame they waited for, as recorded
+                            self._release_held(now)
                 if not self.stopped and not self.step_scheduled and self.step_i < len(self.steps):
                     s = self.steps[self.step_i]
                     if self._ready(s):
@@ -503,6 +551,8 @@ class _AgentReplay:
                 wait = 0.25
                 if self.scheduled:
                     wait = min(wait, self.scheduled[0][0] - now)
+                if self.held:
+                    wait = min(wait, 0.005)
                 try:
                     item = self.inbox.get(timeout=max(0.0005, wait))
                 except queue.Empty:
@@ -606,9 +656,14 @@ class _AgentReplay:
         shared: dict = {}
         lits = tuple(lit for lit, _ in self.live_norm.values)
         turns = rec.turn_ids()
-        rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits, turns)
-        live_items = make_items(self.live, self.live_norm, anchors, shared, lits, turns)
-        stream = diff_streams(rec_items, live_items)
+        rec_items = make_items(rec_msgs, self.rec_norm, anchors, shared, lits, turns,
+                               cut_short(rec.msgs[:cut], self.adapter, turns))
+        live_items = make_items(self.live, self.live_norm, anchors, shared, lits, turns,
+                                self.live_optional)
+        tolerated: list = []
+        stream = diff_streams(rec_items, live_items, tolerated)
+        if tolerated:
+            self.stats["cut_short_frames_tolerated"] = len(tolerated)
         not_reached = sum(1 for m in rec.msgs[cut:] if m.direction == "a2c")
         if self.stopped:
             # the live stream was cut short: the recorded frames it never reached are no news
@@ -641,8 +696,13 @@ class _AgentReplay:
 def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None = None,
                    *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                    session_id: str | None = None,
-                   options: ReplayOptions | None = None) -> ReplayResult:
+                   options: ReplayOptions | None = None,
+                   origin_files: Sequence[str] = ()) -> ReplayResult:
     """Replay `recording` against `agent` (default: the recorded command in the recorded cwd).
+
+    A session that refers to what an earlier session created (ACP session/load) gets that
+    session replayed first, against the same agent set-up (see replay.origins; `origin_files`
+    are searched besides the recording's own .db); those runs are in `result.origins`.
 
     Raises UserError subclasses for input problems (exit code 2 at the CLI); divergences are in
     the result (`result.ok`, `result.first`, `result.divergences`)."""
@@ -659,4 +719,13 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
             raise AgentStartError(f"session {rec.session_id} has no recorded agent command",
                                   "give the agent command after --")
         check_command(argv, run_cwd, recorded=cwd is None)
-    return _AgentReplay(rec, argv, env, run_cwd, opts).run()
+    found = find_origins(rec, origin_files)
+    values: dict[bytes, bytes] = {}
+    before = []
+    for origin in found.chain:
+        r = _AgentReplay(origin, argv, env, run_cwd, opts, values)
+        before.append(r.run())
+        values = r.value_map
+    result = _AgentReplay(rec, argv, env, run_cwd, opts, values).run()
+    result.origins, result.notes = before, found.notes
+    return result

@@ -29,9 +29,30 @@ def _role(r: ReplayResult) -> str:
 
 def title(r: ReplayResult) -> str:
     what = "client" if r.mode == "serve" else _role(r)
-    verdict = "MATCHES the recording" if r.ok else \
-        f"DIVERGED ({len(r.divergences)} difference{'s' if len(r.divergences) != 1 else ''})"
+    n = len(r.divergences)
+    if r.ok:
+        verdict = "MATCHES the recording"
+    elif n:
+        verdict = f"DIVERGED ({n} difference{'s' if n != 1 else ''})"
+    else:
+        verdict = "DIVERGED (in a session replayed before it)"
     return f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}"
+
+
+def first_headline(r: ReplayResult) -> str:
+    """The first divergence of the run, or of the first origin session that diverged."""
+    if r.first is not None:
+        return r.first.headline()
+    for o in r.origins:
+        if not o.ok:
+            return f"in origin session {o.recording.session_id}: {first_headline(o)}"
+    return "diverged"
+
+
+def origin_line(o: ReplayResult) -> str:
+    verdict = "matches" if o.ok else f"DIVERGED: {first_headline(o)}"
+    return (f"replayed first: session {o.recording.session_id} [{o.recording.name}], which "
+            f"created the session this one reopens: {verdict}")
 
 
 def summary_line(r: ReplayResult) -> str:
@@ -55,6 +76,10 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
     con = Console(file=buf, force_terminal=color, no_color=not color, width=width,
                   highlight=False, soft_wrap=True)
     con.print(Text(title(r), style="bold green" if r.ok else "bold red"))
+    for o in r.origins:
+        con.print(Text(origin_line(o), style="dim" if o.ok else "red"))
+    for note in r.notes:
+        con.print(Text(f"note: {note}", style="yellow"))
     first = r.first
     if first is not None:
         t = Text("first divergence: ", style="bold")
@@ -124,6 +149,8 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
         "agent_exit_code": r.agent_exit_code,
         "duration_s": round(r.duration_s, 3),
         "stats": r.stats,
+        "origins": [to_dict(o) for o in r.origins],
+        "notes": r.notes,
     }
 
 
@@ -140,8 +167,7 @@ def render_junit(results: list[ReplayResult]) -> bytes:
                              name=f"{os.path.basename(r.recording.path)}::{r.recording.name}",
                              time=f"{r.duration_s:.3f}")
         if not r.ok:
-            f = ET.SubElement(case, "failure", message=(r.first.headline() if r.first else "diverged"),
-                              type="divergence")
+            f = ET.SubElement(case, "failure", message=first_headline(r), type="divergence")
             f.text = render_text(r)
         out = ET.SubElement(case, "system-out")
         out.text = summary_line(r)

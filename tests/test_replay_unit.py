@@ -259,3 +259,58 @@ def test_order_repair_leaves_caused_frames_alone():
     frames = [creq("prompt", "p-1", {}, 0.0), cancel, resp("c-1", {}, "a2c", 1.0004),
               ev("TurnEnd", {}, 1.001), resp("p-1", {"status": "cancelled"}, "a2c", 1.0015)]
     assert [m.raw for m in repair_order(frames)] == [m.raw for m in frames]
+
+
+def _acp(direction, obj, index):
+    from recorder import protocols
+
+    m = parse_msg(orjson.dumps(obj), direction, adapter=protocols.get("acp"))
+    m.index = index
+    return m
+
+
+def _acp_update(kind, index, **fields):
+    return _acp("a2c", {"jsonrpc": "2.0", "method": "session/update",
+                        "params": {"sessionId": "s", "update": {"sessionUpdate": kind, **fields}}},
+                index)
+
+
+def test_updates_after_a_cancel_may_be_cut_short_but_not_changed():
+    """ACP: between session/cancel and the prompt's response the agent may stop anywhere; a
+    final update present on one side only is tolerated, one present on both but different is
+    still a divergence, and the same before the cancel is one too."""
+    from recorder import protocols
+    from replay.compare import cut_short
+
+    acp = protocols.get("acp")
+    prompt = _acp("c2a", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                          "params": {"sessionId": "s", "prompt": []}}, 0)
+    started = _acp_update("tool_call", 1, toolCallId="t1", status="in_progress")
+    cancel = _acp("c2a", {"jsonrpc": "2.0", "method": "session/cancel",
+                          "params": {"sessionId": "s"}}, 2)
+    failed = _acp_update("tool_call_update", 3, toolCallId="t1", status="failed")
+    done = _acp("a2c", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}, 4)
+    turns = {prompt.id_key}
+    recorded = [prompt, started, cancel, failed, done]
+    assert cut_short(recorded, acp, turns) == {3}
+
+    def diff(rec_agent, live_agent, rec_opt, live_opt):
+        tolerated = []
+        divs = diff_streams(make_items(rec_agent, Normalizer(), turns, turn_ids=turns,
+                                       optional=rec_opt),
+                            make_items(live_agent, Normalizer(), turns, turn_ids=turns,
+                                       optional=live_opt), tolerated)
+        return [d.kind for d in divs], len(tolerated)
+
+    live_done = _acp("a2c", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}, 2)
+    # recorded with the final update, live without it (the cancel won the race): tolerated
+    assert diff([started, failed, done], [started, live_done], {3}, set()) == ([], 1)
+    # and the other way round
+    live_failed = _acp_update("tool_call_update", 2, toolCallId="t1", status="failed")
+    live_done.index = 3
+    assert diff([started, done], [started, live_failed, live_done], set(), {2}) == ([], 1)
+    # present on both sides but different: a divergence
+    other = _acp_update("tool_call_update", 2, toolCallId="t1", status="completed")
+    assert diff([started, failed, done], [started, other, live_done], {3}, {2}) == (["changed"], 0)
+    # without the cancel nothing is optional
+    assert diff([started, failed, done], [started, live_done], set(), set()) == (["missing"], 0)

@@ -29,6 +29,8 @@ AGENT_REQUESTS = frozenset({
     "elicitation/create", "mcp/connect", "mcp/message", "mcp/disconnect",
 })
 AGENT_METHODS = AGENT_REQUESTS | {"session/update", "elicitation/complete", "$/cancel_request"}
+# client requests that open a session an earlier agent process created (kimi keeps it on disk)
+RESUMING = frozenset({"session/load", "session/resume", "session/fork"})
 # session/update kinds that carry streamed text, in order
 CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
@@ -48,6 +50,7 @@ class Acp(Adapter):
                             "tool_call_update", "plan"})
     ordered_types = CHUNKS
     racy_methods = frozenset({"session/cancel", "$/cancel_request"})
+    cut_short_by = frozenset({"session/cancel"})
     ignore = (
         ("request:id", "agent request ids count up per direction: they shift when an earlier "
                        "request changes (replay matches requests by what they ask)"),
@@ -74,6 +77,12 @@ class Acp(Adapter):
     def minted(self, method, result) -> list[str]:
         sid = get_path(result, "sessionId")
         return [sid] if isinstance(sid, str) else []
+
+    def refers(self, method, params) -> list[str]:
+        if method in RESUMING:
+            sid = get_path(params, "sessionId")
+            return [sid] if isinstance(sid, str) else []
+        return []
 
     def client_effects(self, method, params):
         # kimi stats the file it asked the client to write (WriteFile's "Current size")

@@ -39,6 +39,11 @@ class Adapter:
     ordered_types: frozenset[str] = frozenset()
     # Client frames whose effect depends on timing (cancel): replay keeps their recorded delay.
     racy_methods: frozenset[str] = frozenset()
+    # Client notifications after which the agent may stop its turn at any point (ACP
+    # session/cancel): its notifications from there to the turn's response may or may not come
+    # (a tool call's final update races the cancel inside the agent), so replay does not count
+    # one missing or extra there as a divergence.
+    cut_short_by: frozenset[str] = frozenset()
     # Ignore rules `[SELECTOR:]PATH` with the reason, applied by replay before comparing.
     ignore: tuple[tuple[str, str], ...] = ()
     # Fields of an agent request's payload that its answer echoes (Wire: the request id as
@@ -79,6 +84,12 @@ class Adapter:
         """Values in the agent's response to a client request (method) that the client later
         sends back (ACP sessionId, MCP requestState). Replay maps recorded to live values and
         rewrites them in the client's later frames."""
+        return []
+
+    def refers(self, method: str | None, params: Any) -> list[str]:
+        """Values in a client request that an agent minted in an earlier session (ACP: the
+        sessionId of session/load). Replay first re-runs the recorded session that minted them,
+        against the same agent set-up, so the live agent has what the request refers to."""
         return []
 
     def client_effects(self, method: str | None, params: Any) -> list[tuple[str, str, str]]:
