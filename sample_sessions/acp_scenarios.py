@@ -143,6 +143,10 @@ class AcpScenario:
     timeout: float = 60.0
     sample: bool = True  # recorded to sample_sessions/NAME.jsonl by record.py (all)
     tags: dict[str, Any] = field(default_factory=dict)
+    # a second `kimi acp` process, same HOME and work dir, that session/loads this scenario's
+    # session and runs its own prompts with its own scripts (an editor reopening a session)
+    then: "AcpScenario | None" = None
+    await_commands: float = 5.0  # kimi sends available_commands_update after session/new only
 
 
 @dataclass
@@ -183,14 +187,15 @@ class AcpResult:
         return self._lines(self.raw_out)
 
 
-def _plan(scenario: AcpScenario, run: AcpRun) -> dict[str, Any]:
+def _plan(scenario: AcpScenario, run: AcpRun, load_session: str | None = None) -> dict[str, Any]:
     return {
+        "load_session": load_session,
         "cwd": str(run.workdir),
         "prompts": list(scenario.prompts),
         "permissions": list(scenario.permissions),
         "env": run.agent_env(),
         "timeout": scenario.timeout,
-        "await_commands": 5,
+        "await_commands": 0 if load_session else scenario.await_commands,
         "client_info": {"name": "wire-recorder-acp-client", "version": "1"},
     }
 
@@ -205,20 +210,27 @@ def run_acp_scenario(
     tmp_root: Path | str | None = None,
     keep: bool = False,
     agent: Sequence[str] | None = None,
+    run: AcpRun | None = None,
+    load_session: str | None = None,
 ) -> AcpResult:
     """Run one scenario: fresh scratch HOME/work dir, client -> `command_prefix + [kimi, acp]`.
 
     `scripts` replaces the scenario's echo scripts; `agent` replaces the whole agent command
     (e.g. `wire-replay REC --serve`, a stand-in for kimi). `result.context` gets scenario, home,
-    workdir, argv (the dirs are deleted afterwards unless keep=True). Raises PeerMissing when
-    kimi or the ACP SDK cannot be found.
+    workdir, argv (the dirs are deleted afterwards unless keep=True). `run` reuses a scratch
+    folder (its HOME keeps kimi's sessions: the caller cleans it up), for `load_session`, which
+    makes the client send session/load of that id instead of session/new. Raises PeerMissing
+    when kimi or the ACP SDK cannot be found.
     """
     py = Path(acp_python) if acp_python is not None else find_acp_python()
-    run = AcpRun.create(scenario.scripts if scripts is None else scripts, scenario.files,
-                        kimi=kimi, tmp_root=tmp_root, keep=keep)
+    own_run = run is None
+    if run is None:
+        run = AcpRun.create(scenario.scripts if scripts is None else scripts, scenario.files,
+                            kimi=kimi, tmp_root=tmp_root, keep=keep)
     try:
         plan_path = run.root / "plan.json"
-        plan_path.write_text(json.dumps(_plan(scenario, run), indent=1), encoding="utf-8")
+        plan_path.write_text(json.dumps(_plan(scenario, run, load_session), indent=1),
+                             encoding="utf-8")
         out = {k: run.root / f"client.{k}" for k in ("summary", "raw-in", "raw-out", "agent-stderr")}
         agent_argv = list(map(str, agent)) if agent is not None else \
             [*map(str, command_prefix), *run.argv()]
@@ -257,7 +269,38 @@ def run_acp_scenario(
                      "argv": argv, "agent_argv": agent_argv},
         )
     finally:
+        if own_run:
+            run.cleanup()
+
+
+def run_acp_chain(scenario: AcpScenario, command_prefix: Sequence[str] = (), *,
+                  kimi: Path | str | None = None, acp_python: Path | str | None = None,
+                  tmp_root: Path | str | None = None) -> list[AcpResult]:
+    """`scenario`, then each `then` in a new agent process that session/loads the first one's
+    session (same HOME, so kimi finds it; same work dir). One result per agent process."""
+    run = AcpRun.create(scenario.scripts, scenario.files, kimi=kimi, tmp_root=tmp_root)
+    try:
+        results = [run_acp_scenario(scenario, command_prefix, acp_python=acp_python, run=run)]
+        sid = results[0].summary.get("sessionId")
+        step = scenario.then
+        while step is not None and sid:
+            run.write_scripts(step.scripts)
+            results.append(run_acp_scenario(step, command_prefix, acp_python=acp_python,
+                                            run=run, load_session=sid))
+            step = step.then
+        return results
+    finally:
         run.cleanup()
+
+
+def check_acp_chain(scenario: AcpScenario, results: list[AcpResult]) -> list[str]:
+    problems, step = [], scenario
+    for i, r in enumerate(results):
+        problems += [f"{step.name}: {p}" if i else p for p in check_acp_scenario(step, r)]
+        step = step.then
+    if step is not None:
+        problems.append(f"{step.name} did not run (no session id from the run before)")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,4 +483,108 @@ ACP_TOOLS_CHANGED = _add(_tools_scenario(
     summary="Notes: alpha, beta, gamma.\n",
     final_text="Done: summary.txt lists the notes, and the command said goodbye.",
     sample=False,
+))
+
+
+# acp_cancel -------------------------------------------------------------------------------------
+
+
+def _cancel_check(r: AcpResult) -> list[str]:
+    p = Problems()
+    p1, p2 = (r.prompts + [{}, {}])[:2]
+    p.expect(_methods(p1) == ["session/request_permission"], f"prompt 1 requests {_methods(p1)}")
+    if _methods(p1):
+        perm = p1["requests"][0]
+        p.expect((perm["params"]["toolCallId"], perm["answer"]) == ("call-shell-1", "cancel_turn"),
+                 f"{perm}")
+    calls = p1.get("tool_calls", {})
+    # kimi races the cancel against the permission's answer: the call is reported failed
+    # (answer first) or not at all after in_progress (cancel first)
+    p.expect(list(calls) == ["call-shell-1"] and
+             calls["call-shell-1"]["statuses"] in (["in_progress", "failed"], ["in_progress"]),
+             f"prompt 1 tool calls {calls}")
+    p.expect(p1.get("stopReason") == "cancelled", f"prompt 1 stopReason {p1.get('stopReason')}")
+    p.expect(p2.get("stopReason") == "end_turn" and p2.get("text") == "Stopped. Tell me how to go on.",
+             f"prompt 2 {p2}")
+    sent = [m.get("method") or ("answer", m.get("id")) for m in r.sent()]
+    p.expect(sent[2:5] == ["session/prompt", "session/cancel", ("answer", 0)],
+             f"client frames {sent}: session/cancel must come before the pending permission's answer")
+    return list(p)
+
+
+ACP_CANCEL = _add(AcpScenario(
+    name="acp_cancel",
+    description="The user stops a turn while its Shell permission is pending: the client sends "
+                "session/cancel, answers the permission `cancelled`; the tool call fails and the "
+                "prompt ends with stopReason cancelled. A second prompt then runs normally.",
+    scripts=[
+        script(msg_id("msg-1"), usage(110, 12), text("Let me run the slow build."),
+               shell("call-shell-1", "sleep 30; echo built")),
+        script(msg_id("msg-2"), usage(160, 9), text("Stopped. Tell me how to go on.")),
+    ],
+    prompts=["Build the project.", "What now?"],
+    permissions=["cancel_turn"],
+    check=_cancel_check,
+))
+
+
+# acp_load ---------------------------------------------------------------------------------------
+
+
+LOAD_SCRIPTS = [
+    script(msg_id("msg-1"), usage(100, 10), think("Count them with the shell."),
+           text("Let me count the files."), shell("call-shell-1", "ls | wc -l")),
+    script(msg_id("msg-2"), usage(150, 8), text("There are 2 files.")),
+]
+LOAD_METHODS = ["session/request_permission", "terminal/create", "terminal/wait_for_exit",
+                "terminal/output", "terminal/release"]
+LOAD_TEXT = "Let me count the files.There are 2 files."
+
+
+def _load_origin_check(r: AcpResult) -> list[str]:
+    p = Problems()
+    (p1,) = (r.prompts + [{}])[:1]
+    p.expect(_methods(p1) == LOAD_METHODS, f"prompt 1 requests {_methods(p1)}")
+    p.expect(p1.get("text") == LOAD_TEXT, f"text {p1.get('text')!r}")
+    return list(p)
+
+
+def _load_check(r: AcpResult) -> list[str]:
+    p = Problems()
+    hist = r.summary.get("session", {})
+    p.expect(hist.get("updates") == ["user_message_chunk", "agent_thought_chunk",
+                                     "agent_message_chunk", "tool_call", "tool_call_update",
+                                     "agent_message_chunk"],
+             f"history replayed by session/load: {hist.get('updates')}")
+    p.expect(hist.get("text") == LOAD_TEXT, f"history text {hist.get('text')!r}")
+    (p1,) = (r.prompts + [{}])[:1]
+    p.expect(_methods(p1) == LOAD_METHODS, f"prompt after load: requests {_methods(p1)}")
+    p.expect(p1.get("text") == LOAD_TEXT and p1.get("stopReason") == "end_turn",
+             f"prompt after load {p1}")
+    p.expect([m.get("method") for m in r.sent()][:2] == ["initialize", "session/load"],
+             f"client frames {[m.get('method') for m in r.sent()]}")
+    return list(p)
+
+
+# The echo LLM starts its scripts afresh in each process, and a replay runs both processes with
+# the same scripts file: so the reopened session's prompt runs the same two steps again.
+ACP_LOAD = _add(AcpScenario(
+    name="acp_load",
+    description="An editor reopens a session: `kimi acp` #1 creates it (Shell `ls | wc -l` "
+                "approved, run through terminal/*); `kimi acp` #2 session/loads it, replays its "
+                "history as session/update, and runs a prompt with the same Shell call. Two "
+                "sessions in the DB; replaying the second one replays the first before it.",
+    scripts=LOAD_SCRIPTS,
+    prompts=["How many files are here?"],
+    permissions=["approve"],
+    files={"a.txt": "a\n", "b.txt": "b\n"},
+    check=_load_origin_check,
+    then=AcpScenario(
+        name="acp_load",
+        description="the session/load half of acp_load",
+        scripts=LOAD_SCRIPTS,
+        prompts=["Count them again."],
+        permissions=["approve"],
+        check=_load_check,
+    ),
 ))

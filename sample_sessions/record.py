@@ -9,7 +9,8 @@ Each Wire scenario runs kimi-cli 1.51.0 with its `_scripted_echo` LLM behind `wi
 scenarios (sample_sessions/acp_scenarios.py) drive `kimi acp` with the ACP SDK client; MCP
 scenarios (sample_sessions/mcp_scenarios.py) run an mcp SDK client against an MCP server. Each is
 checked (the intended requests and answers happened; for MCP also the recorded frames), and is
-exported as a text transcript, so a reviewer reads a re-recording as a diff.
+exported as a text transcript, so a reviewer reads a re-recording as a diff (a scenario that
+reopens its session in a second agent process, like acp_load, also writes NAME.origin.jsonl).
 `wire-import sample_sessions/*.jsonl --db all.db` gives a DuckDB file. Needs the peer venvs from
 `bash scripts/setup-peers`. The proxy detects the protocol itself unless `--protocol` is given.
 """
@@ -32,7 +33,7 @@ from recorder.errors import UserError  # noqa: E402
 from recorder.store import open_store  # noqa: E402
 from recorder.transcript import write_transcript  # noqa: E402
 from sample_sessions.acp_scenarios import (  # noqa: E402
-    ACP_SCENARIOS, check_acp_scenario, run_acp_scenario)
+    ACP_SCENARIOS, check_acp_chain, run_acp_chain)
 from sample_sessions.mcp_scenarios import (  # noqa: E402
     MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario)
 from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario  # noqa: E402
@@ -53,9 +54,12 @@ def record(name: str, db: str, out_dir: Path | None = HERE,
     """Record one scenario into db (appending a session); return (session id, problems)."""
     prefix = proxy_prefix(name, db, protocol)
     mcp = None
+    runs = 1  # agent processes, each a session
     if name in ACP_SCENARIOS:  # `kimi acp` driven by the ACP SDK client
         acp_scenario = ACP_SCENARIOS[name]
-        problems = check_acp_scenario(acp_scenario, run_acp_scenario(acp_scenario, prefix))
+        results = run_acp_chain(acp_scenario, prefix)
+        runs = len(results)
+        problems = check_acp_chain(acp_scenario, results)
     elif name in MCP_SCENARIOS:  # checked against the recorded frames below
         mcp = (MCP_SCENARIOS[name], run_mcp_scenario(MCP_SCENARIOS[name], prefix))
     else:
@@ -72,6 +76,9 @@ def record(name: str, db: str, out_dir: Path | None = HERE,
         if out_dir is not None:
             with open(out_dir / f"{name}.jsonl", "wb") as f:
                 write_transcript(store, session["session_id"], f)
+            if runs == 2:  # the session the last one reopens (ACP session/load)
+                with open(out_dir / f"{name}.origin.jsonl", "wb") as f:
+                    write_transcript(store, sessions[-2]["session_id"], f)
     return session["session_id"], problems
 
 

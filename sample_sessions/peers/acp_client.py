@@ -35,7 +35,8 @@ Plan (JSON object):
 
     {"cwd": "/abs/work/dir",              # session/new cwd, default for terminals
      "prompts": ["text", ...],            # one session/prompt each
-     "permissions": ["approve", "reject"],
+     "permissions": ["approve", "reject"],  # or cancelled; cancel_turn = session/cancel first
+     "load_session": "id",                # session/load this id instead of session/new
      "env": {"HOME": "...", ...},         # added to the SDK's trimmed default environment
      "timeout": 60,                       # seconds for the whole exchange
      "await_commands": 5,                 # wait up to N s for available_commands_update
@@ -65,7 +66,7 @@ except ImportError as e:  # pragma: no cover - depends on the interpreter
           f".peers/acp/bin/python (bash scripts/setup-peers installs it)", file=sys.stderr)
     sys.exit(2)
 
-PERMISSION_ANSWERS = ("approve", "reject", "approve_for_session", "cancelled")
+PERMISSION_ANSWERS = ("approve", "reject", "approve_for_session", "cancelled", "cancel_turn")
 READ_CHUNK = 65536
 
 
@@ -162,6 +163,7 @@ class PlanClient:
         self.session_phase = self.phase
         self.commands_seen = asyncio.Event()
         self.shell_env = dict(os.environ)
+        self.conn: Any = None  # the ClientSideConnection, for session/cancel
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -209,7 +211,7 @@ class PlanClient:
                 f"permission request #{self.perm_index + 1} beyond the plan's {len(self.permissions)} answers"
             )
         self.perm_index += 1
-        if answer != "cancelled" and answer not in offered:
+        if answer not in ("cancelled", "cancel_turn") and answer not in offered:
             self.problems.append(f"permission answer {answer!r} not among the options {offered}")
         self._request(
             "session/request_permission",
@@ -217,6 +219,12 @@ class PlanClient:
              "options": offered},
             answer,
         )
+        if answer == "cancel_turn":
+            # what an editor does when the user stops the turn while a permission is pending:
+            # session/cancel, then the pending request answered `cancelled` (ACP's prompt-turn
+            # cancellation)
+            await self.conn.cancel(session_id=session_id)
+            answer = "cancelled"
         if answer == "cancelled":
             return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
         return schema.RequestPermissionResponse(
@@ -389,6 +397,7 @@ async def run(plan: dict[str, Any], agent_argv: list[str], *, agent_stderr: Any,
     reader = asyncio.StreamReader(limit=1 << 26)
     tee = asyncio.ensure_future(_tee(proc.stdout, reader, raw_in))
     conn = acp.connect_to_agent(client, writer, reader)
+    client.conn = conn
     timeout = float(plan.get("timeout", 60))
     exit_timeout = float(plan.get("exit_timeout", 60))
     try:
@@ -436,8 +445,14 @@ async def _exchange(plan: dict[str, Any], client: PlanClient, conn: Any, summary
         "agentInfo": _dump(init.agent_info),
         "authMethods": [m.id for m in (init.auth_methods or [])],
     }
-    new = await conn.new_session(cwd=client.cwd, mcp_servers=[])
-    summary["sessionId"] = new.session_id
+    load = plan.get("load_session")
+    if load:  # a session an earlier agent process created: its history comes as session/update
+        await conn.load_session(cwd=client.cwd, session_id=load, mcp_servers=[])
+        session_id = load
+    else:
+        new = await conn.new_session(cwd=client.cwd, mcp_servers=[])
+        session_id = new.session_id
+    summary["sessionId"] = session_id
     wait_s = float(plan.get("await_commands", 5))
     if wait_s > 0:
         try:
@@ -449,7 +464,7 @@ async def _exchange(plan: dict[str, Any], client: PlanClient, conn: Any, summary
         ph: dict[str, Any] = {"prompt": text, "updates": [], "requests": []}
         client.phase = ph
         summary["prompts"].append(ph)
-        resp = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block(text)])
+        resp = await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
         ph["stopReason"] = resp.stop_reason
     summary["permissions_used"] = client.perm_index
     if client.perm_index < len(client.permissions):
