@@ -866,6 +866,10 @@ TURN_OF = """
        --</acp>
 """
 
+# what makes an agent's stderr line an error (case-insensitive)
+STDERR_ERROR_RE = ("(?i)error|exception|traceback|fatal|panic|fail|critical|denied|refused|"
+                   "cannot|could not|unable to|segmentation")
+
 ERRORS = """
 CREATE OR REPLACE {temp} VIEW errors AS
 WITH reqs AS (
@@ -906,7 +910,11 @@ WITH reqs AS (
             END AS message,
             CASE kind WHEN 'invalid' THEN method WHEN 'lifecycle' THEN method END AS related
         FROM frames
-        WHERE kind = 'invalid' OR (kind = 'stderr' AND byte_len > 0)
+        -- stderr is the agent's log: only lines that say something failed are errors (kimi
+        -- ends every session with "To resume this session: ..."; all of it stays in frames)
+        WHERE kind = 'invalid'
+           OR (kind = 'stderr' AND byte_len > 0 AND regexp_matches(
+                   coalesce(try(decode(raw)), ''), '""" + STDERR_ERROR_RE + """'))
            OR (kind = 'lifecycle' AND method IN ('proxy_error', 'recording_gap', 'client_hangup',
                                                  'spawn_failed', 'exit'))
     )

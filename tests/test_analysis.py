@@ -315,3 +315,29 @@ def test_bad_inputs(recorded, tmp_path):
     tr.write_bytes(b"\n".join(lines))
     _one_line_failure(run_cli("wire-import", str(tr), "--db", str(tmp_path / "t.db")), "line 4")
     _one_line_failure(run_cli("wire-show", good, "--session", "nope"), "no session matching")
+
+
+def test_only_stderr_lines_that_say_something_failed_are_errors(tmp_path):
+    """kimi ends every session with "To resume this session: ..." on stderr: no error. A
+    traceback is one. Both stay in frames."""
+    import subprocess
+    import sys
+
+    from proxy_support import run_proxy
+
+    db = str(tmp_path / "s.db")
+    agent = ("import sys; sys.stderr.write('To resume this session: kimi -r x\\n'); "
+             "sys.stderr.write('Traceback (most recent call last):\\n'); "
+             "sys.stderr.write('  File \"a.py\", line 1\\n'); "
+             "sys.stderr.write('ValueError: bad\\n')")
+    p = run_proxy(["-q", "--db", db, "--", sys.executable, "-c", agent])
+    assert p.returncode == 0, p.stderr
+    with open_workspace([db]) as ws:
+        errors = [r["message"] for r in _rows(ws, "SELECT message FROM errors "
+                                                  "WHERE source = 'stderr' ORDER BY seq")]
+        logged = _rows(ws, "SELECT count(*) AS n FROM frames WHERE direction = 'stderr'")[0]["n"]
+    assert [e.strip() for e in errors] == ["Traceback (most recent call last):", "ValueError: bad"]
+    assert logged == 4
+    stats = subprocess.run([os.path.join(os.path.dirname(sys.executable), "wire-stats"), db],
+                           capture_output=True, text=True, timeout=60)
+    assert "errors: none" not in stats.stdout
