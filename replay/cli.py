@@ -70,7 +70,7 @@ def command(
     timeout: float = typer.Option(600.0, "--timeout", help="seconds for the whole run"),
     cwd: Optional[str] = typer.Option(None, "--cwd", help="work dir for the agent (default: current dir; recorded cwd with the recorded command)"),
     env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
-    origin: List[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db is always searched (repeatable)"),
+    origin: List[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
     report: Optional[str] = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON report instead of text (stderr with --serve)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),

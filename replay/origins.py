@@ -4,7 +4,8 @@ An ACP client that reopens a session (session/load) names a sessionId an earlier
 process minted and kept on disk. A fresh agent under replay has no such session, so replay first
 re-runs the recorded session that minted it (and, in turn, that session's own origins) against
 the same agent set-up, and carries the live ids it got over. Where the origin is looked for: the
-same .db by default, plus any files given with `--origin` (a .db or a .jsonl transcript).
+same .db, or for a transcript NAME.jsonl the NAME.origin.jsonl beside it (what
+sample_sessions/record.py writes), plus any files given with `--origin` (.db or .jsonl).
 """
 
 from __future__ import annotations
@@ -71,8 +72,13 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
     """The sessions to replay before `rec`, oldest first. `sources` are extra files to search;
     rec's own .db is always searched."""
     files = [os.fspath(s) for s in sources]
-    if not rec.path.endswith(".jsonl") and rec.path not in files:
-        files.insert(0, rec.path)
+    if not rec.path.endswith(".jsonl"):
+        own = rec.path
+    else:
+        own = rec.path[:-len(".jsonl")] + ".origin.jsonl"
+        own = own if os.path.isfile(own) else None
+    if own is not None and own not in files:
+        files.insert(0, own)
     result = Origins()
     seen = {rec.session_id}
 

@@ -144,22 +144,27 @@ def test_load_session_replays_after_its_origin(load_db, kimi_exe):
     assert result.stats["requests_matched"] == 5  # permission and terminal/* after the load
 
 
-def test_cli_load_sample_needs_its_origin(kimi_exe):
+def test_cli_load_sample_needs_its_origin(kimi_exe, tmp_path):
     sample, origin = SAMPLES / "acp_load.jsonl", SAMPLES / "acp_load.origin.jsonl"
-    with _run(kimi_exe, "acp_load") as run:
-        env = run.env()
-        args = [str(BIN / "wire-replay"), str(sample), "--cwd", str(run.workdir),
-                "--env", f"HOME={env['HOME']}",
-                "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}"]
-        alone = subprocess.run([*args, "--", *run.argv()], capture_output=True, text=True,
-                               timeout=300)
-        with_origin = subprocess.run([*args, "--origin", str(origin), "--", *run.argv()],
-                                     capture_output=True, text=True, timeout=300)
+    moved = tmp_path / "reopened.jsonl"  # no reopened.origin.jsonl beside it
+    moved.write_bytes(sample.read_bytes())
+    runs = {}
+    for how, path, extra in (("beside", sample, []), ("alone", moved, []),
+                             ("--origin", moved, ["--origin", str(origin)])):
+        with _run(kimi_exe, "acp_load") as run:
+            env = run.env()
+            runs[how] = subprocess.run(
+                [str(BIN / "wire-replay"), str(path), "--cwd", str(run.workdir), *extra,
+                 "--env", f"HOME={env['HOME']}",
+                 "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}",
+                 "--", *run.argv()], capture_output=True, text=True, timeout=300)
     # without it the fresh agent has no such session: the note says why and what to do
+    alone = runs.pop("alone")
     assert alone.returncode == 1, alone.stdout + alone.stderr
     assert "no --origin was given" in alone.stdout and "-32602" in alone.stdout
-    assert with_origin.returncode == 0, with_origin.stdout + with_origin.stderr
-    assert "replayed first: session" in with_origin.stdout and ": matches" in with_origin.stdout
+    for how, res in runs.items():
+        assert res.returncode == 0, (how, res.stdout + res.stderr)
+        assert "replayed first: session" in res.stdout and ": matches" in res.stdout
 
 
 def test_cli_origin_must_exist():
