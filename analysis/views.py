@@ -773,7 +773,10 @@ WITH tool_events AS {materialized} (
             AS arguments,
         acp_starts.ts AS started_at, acp_end.ts AS finished_at,
         (acp_end.mono_ns - acp_starts.mono_ns) / 1e6 AS duration_ms,
-        coalesce(acp_agg.last_status, acp_starts.tool_status) AS status,
+        -- a call that never finished in a turn the client cancelled was cancelled with it
+        CASE WHEN coalesce(acp_agg.last_status, acp_starts.tool_status) IN ('pending', 'in_progress')
+                  AND acp_prompt.answer->>'stopReason' = 'cancelled' THEN 'cancelled'
+             ELSE coalesce(acp_agg.last_status, acp_starts.tool_status) END AS status,
         CASE coalesce(acp_agg.last_status, acp_starts.tool_status)
             WHEN 'failed' THEN true WHEN 'completed' THEN false END AS is_error,
         length(coalesce((acp_end.upd->'rawOutput')::VARCHAR,
@@ -796,6 +799,9 @@ WITH tool_events AS {materialized} (
         AND acp_agg.start_seq = acp_starts.seq
     LEFT JOIN acp_later acp_end ON acp_end.session_id = acp_starts.session_id
         AND acp_end.seq = acp_agg.end_seq
+    LEFT JOIN wr_rpc acp_prompt ON acp_prompt.session_id = acp_starts.session_id
+        AND acp_prompt.protocol = 'acp' AND acp_prompt.direction = 'c2a'
+        AND acp_prompt.method = 'session/prompt' AND acp_prompt.turn = acp_starts.turn
     LEFT JOIN appr ON appr.type = 'session/request_permission'
         AND appr.session_id = acp_starts.session_id
         AND appr.turn IS NOT DISTINCT FROM acp_starts.turn
@@ -818,16 +824,35 @@ WITH tool_events AS {materialized} (
         arg_max(answer, seq) AS last_answer,
         count(*) FILTER (WHERE result_type = 'input_required') AS input_rounds,
         sum(greatest(next_mono - answer_mono, 0)) FILTER (WHERE result_type = 'input_required')
-            / 1e6 AS input_wait_ms
+            / 1e6 AS input_wait_ms,
+        arg_max(rpc_id, seq) AS last_id, max(seq) AS last_seq
     FROM wr_rounds WHERE method = 'tools/call'
     GROUP BY session_id, root_seq
+), mcp_cancels AS (
+    -- the client giving up on a request (the server then sends no answer)
+    SELECT session_id, seq, ts, mono_ns, payload->>'requestId' AS request_id,
+        payload->>'reason' AS reason
+    FROM wr_events
+    WHERE protocol = 'mcp' AND direction = 'c2a' AND method = 'notifications/cancelled'
+), mcp_given_up AS (
+    -- a call still unanswered when the client cancelled its latest round
+    SELECT mcp_logical.*, mcp_cancels.ts AS cancelled_at, mcp_cancels.mono_ns AS cancel_mono,
+        mcp_cancels.reason AS cancel_reason
+    FROM mcp_logical LEFT JOIN mcp_cancels ON mcp_cancels.session_id = mcp_logical.session_id
+        AND mcp_cancels.request_id = mcp_logical.last_id AND mcp_cancels.seq > mcp_logical.last_seq
+        AND mcp_logical.last_answer_kind IS NULL
+    QUALIFY row_number() OVER (PARTITION BY mcp_logical.session_id, mcp_logical.root_seq
+                               ORDER BY mcp_cancels.seq) = 1
 ), mcp_tool_calls AS (
     SELECT session_id, 'mcp' AS protocol, turn, tool_call_id, tool_name, arguments, started_at,
-        CASE WHEN last_answer_kind IS NOT NULL AND last_result_type IS DISTINCT FROM 'input_required'
+        CASE WHEN cancel_mono IS NOT NULL THEN cancelled_at
+             WHEN last_answer_kind IS NOT NULL AND last_result_type IS DISTINCT FROM 'input_required'
              THEN last_answered_at END AS finished_at,
-        CASE WHEN last_answer_kind IS NOT NULL AND last_result_type IS DISTINCT FROM 'input_required'
+        CASE WHEN cancel_mono IS NOT NULL THEN greatest(cancel_mono - start_mono, 0) / 1e6
+             WHEN last_answer_kind IS NOT NULL AND last_result_type IS DISTINCT FROM 'input_required'
              THEN greatest(last_answer_mono - start_mono, 0) / 1e6 END AS duration_ms,
-        CASE WHEN last_answer_kind IS NULL THEN NULL
+        CASE WHEN cancel_mono IS NOT NULL THEN 'cancelled'
+             WHEN last_answer_kind IS NULL THEN NULL
              WHEN last_answer_kind = 'error' THEN 'error'
              WHEN last_result_type = 'input_required' THEN 'input_required'
              WHEN TRY_CAST(last_answer->>'isError' AS BOOLEAN) THEN 'failed'
@@ -838,13 +863,14 @@ WITH tool_events AS {materialized} (
         CASE WHEN last_answer_kind = 'response' THEN
             coalesce(list_sum(list_transform(json_extract_string(last_answer, '$.content[*].text'),
                                              lambda x: length(x))), 0) END AS output_chars,
-        CASE WHEN last_answer_kind = 'error' THEN last_answer->>'message'
+        CASE WHEN cancel_mono IS NOT NULL THEN cancel_reason
+             WHEN last_answer_kind = 'error' THEN last_answer->>'message'
              WHEN TRY_CAST(last_answer->>'isError' AS BOOLEAN)
              THEN json_extract_string(last_answer, '$.content[0].text') END AS message,
         input_rounds, coalesce(input_wait_ms, 0) AS input_wait_ms,
         false AS history,
         root_seq AS seq
-    FROM mcp_logical
+    FROM mcp_given_up
 )--</mcp>
 SELECT """ + TOOL_CALL_COLUMNS + """
 FROM (SELECT * FROM wire_tool_calls

@@ -120,6 +120,7 @@ class Call:
     arguments: dict[str, Any] | Callable[[McpRun], dict[str, Any]]
     expect: Sequence[str] = ()  # substrings of the result text ("{work}", "{repo}" are filled in)
     error: bool = False  # the result is expected to be isError
+    cancel: bool = False  # the client gives up at the first progress (notifications/cancelled)
 
     def args(self, run: McpRun) -> dict[str, Any]:
         return self.arguments(run) if callable(self.arguments) else dict(self.arguments)
@@ -145,8 +146,8 @@ class McpScenario:
     timeout: float = 30.0
 
 
-def demo_server(venv: str) -> Callable[[McpRun], list[str]]:
-    return lambda run: [str(peer_python(venv)), str(DEMO_SERVER)]
+def demo_server(venv: str, *args: str) -> Callable[[McpRun], list[str]]:
+    return lambda run: [str(peer_python(venv)), str(DEMO_SERVER), *args]
 
 
 DEMO_CALLS = [
@@ -202,6 +203,15 @@ MCP_SCENARIOS: dict[str, McpScenario] = {
               "mcp 2.3 client (auto) <-> mcp 1.30 demo server: server/discover is answered with an "
               "error, the client falls back to initialize",
               "mcp2", "2026", "mcp1", "fallback", HANDSHAKE),
+        McpScenario(
+            "mcp_cancel",
+            "mcp 2.3 client (auto) <-> mcp 2.3 demo server: a slow tools/call given up at its "
+            "first progress (notifications/cancelled, never answered), then another call",
+            "mcp2", "2026", demo_server("mcp2", "--with-wait"),
+            [Call("wait", {"seconds": 30}, cancel=True), Call("add", {"a": 1, "b": 2}, ["1 + 2 = 3"])],
+            "2026", MODERN, expect_tools=("wait", "add"), expect_callbacks={"progress": 2},
+            expect_progress=True,
+        ),
         McpScenario(
             "mcp_time",
             "mcp 2.3 client (auto) <-> mcp-server-time: convert_time (fixed time, today's date), "
@@ -280,6 +290,8 @@ def run_mcp_scenario(
             argv += ["--call", f"{call.tool}={json.dumps(call.args(run), ensure_ascii=False)}"]
             if call.error:
                 argv += ["--allow-error", call.tool]
+            if call.cancel:
+                argv += ["--cancel", call.tool]
         client_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(run.home),
@@ -343,6 +355,8 @@ def check_mcp_scenario(scenario: McpScenario, result: McpResult, frames: Iterabl
     for call, r in zip(scenario.calls, results):
         p.expect(r.get("tool") == call.tool, f"result for {r.get('tool')}, expected {call.tool}")
         p.expect(r.get("is_error") == call.error, f"{call.tool}: is_error {r.get('is_error')}, expected {call.error}")
+        p.expect(bool(r.get("cancelled")) == call.cancel,
+                 f"{call.tool}: cancelled {r.get('cancelled')}, expected {call.cancel}")
         text = "\n".join(c if isinstance(c, str) else json.dumps(c) for c in r.get("content") or [])
         for want in call.expect:
             want = _fill(want, result.context)
@@ -388,7 +402,16 @@ def wire_problems(scenario: McpScenario, frames: Iterable[Any]) -> list[str]:
     requests = [(d, m) for d, m in msgs if "method" in m and "id" in m]
     answers = {(d, m["id"]): m for d, m in msgs if "method" not in m and "id" in m}
     other = {"c2a": "a2c", "a2c": "c2a"}
+    # a request the client cancelled gets no answer (the spec: the server SHOULD NOT send one)
+    cancelled = {((m.get("params") or {}).get("requestId")) for d, m in msgs
+                 if d == "c2a" and m.get("method") == "notifications/cancelled"}
+    want_cancelled = sum(c.cancel for c in scenario.calls)
+    p.expect(len(cancelled) == want_cancelled,
+             f"{len(cancelled)} notifications/cancelled, expected {want_cancelled}")
     for d, m in requests:  # every request answered exactly once, by the other side
+        if d == "c2a" and m["id"] in cancelled:
+            p.expect((other[d], m["id"]) not in answers, f"cancelled {m['method']} id {m['id']} answered")
+            continue
         p.expect((other[d], m["id"]) in answers, f"{d} {m['method']} id {m['id']} never answered")
     ids = [(d, m["id"]) for d, m in requests]
     p.expect(len(ids) == len(set(ids)), "a request id is used twice in one direction")
@@ -418,6 +441,8 @@ def wire_problems(scenario: McpScenario, frames: Iterable[Any]) -> list[str]:
         p.expect(not a2c_requests, f"server->client requests in 2026: {[m['method'] for m in a2c_requests]}")
         asked: list[str] = []
         for i, m in enumerate(calls):
+            if m["id"] in cancelled:
+                continue
             r = result_of(m)
             if r.get("resultType") != "input_required":
                 p.expect(r.get("resultType") == "complete",

@@ -52,9 +52,14 @@ EXPECTED_SEQUENCE = {
                  _C_REQ("tools/call", 3), _A_RES(3), _C_REQ("tools/call", 4), _A_RES(4)],
 }
 EXPECTED_SEQUENCE["mcp_git"] = EXPECTED_SEQUENCE["mcp_time"]
+# the client gives up on call 3 at its progress: a cancel and no answer to 3, then call 4
+EXPECTED_SEQUENCE["mcp_cancel"] = [
+    _C_REQ("server/discover", 1), _A_RES(1), _C_REQ("tools/list", 2), _A_RES(2),
+    _C_REQ("tools/call", 3), _PROGRESS, ("c2a", "notification", "notifications/cancelled", None),
+    _C_REQ("tools/call", 4), _PROGRESS, _A_RES(4)]
 
 EXPECTED_VERSION = {"mcp_demo_2026": MODERN, "mcp_demo_2025": HANDSHAKE, "mcp_demo_2025_v2": HANDSHAKE,
-                    "mcp_time": MODERN, "mcp_git": MODERN}
+                    "mcp_time": MODERN, "mcp_git": MODERN, "mcp_cancel": MODERN}
 
 
 def expected_fields(msg) -> tuple:

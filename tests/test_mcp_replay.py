@@ -157,3 +157,34 @@ def test_recorded_work_dir_becomes_the_live_one_in_served_answers(name, tmp_path
     got = b"".join(f.raw for f in result.frames if f.direction == "a2c")
     assert live.as_uri().encode() in sent and rec.cwd.encode() not in sent
     assert live.as_uri().encode() in got  # the server's client_roots result
+
+
+def test_cancelled_call_recorded_analysed_and_replayed_both_ways(tmp_path, mcp_peers):
+    """mcp 2.3 client gives up on a slow call at its first progress: notifications/cancelled,
+    which the server never answers; then another call. Recorded through the proxy, the views
+    say `cancelled`; the recording replays against a fresh server and in front of the client."""
+    from analysis.sources import open_workspace
+    from recorder.store import open_store
+
+    sc = MCP_SCENARIOS["mcp_cancel"]
+    db = str(tmp_path / "cancel.db")
+    result = run_mcp_scenario(sc, proxy_prefix("mcp_cancel", db))
+    with open_store(db, read_only=True) as store:
+        (session,) = store.sessions()
+        frames = store.frames(session["session_id"])
+    assert check_mcp_scenario(sc, result, frames) == []
+    with open_workspace([db]) as ws:
+        calls = ws.con.execute("SELECT tool_name, status, message, duration_ms IS NOT NULL "
+                               "FROM tool_calls ORDER BY seq").fetchall()
+    assert calls == [("wait", "cancelled", "caller cancelled", True), ("add", "completed", None, True)]
+    server = [*demo_server("mcp2"), "--with-wait"]
+    for path in (str(SAMPLES / "mcp_cancel.jsonl"), db):
+        code, report = replay_cli(path, "--", *server)
+        assert code == 0 and report["ok"], report["divergences"]
+    report_path = tmp_path / "serve.json"
+    served = dataclasses.replace(
+        sc, server=lambda run: [str(BIN / "wire-replay"), db, "--serve", "--report", str(report_path)])
+    served_result = run_mcp_scenario(served)
+    assert check_mcp_scenario(served, served_result) == []
+    r = json.loads(report_path.read_text())
+    assert r["ok"], r["divergences"]

@@ -85,6 +85,7 @@ class Callbacks:
         self.log: list[dict[str, Any]] = []
         self.progress: list[dict[str, Any]] = []
         self.counts = {"sampling": 0, "roots": 0, "elicitation": 0, "progress": 0}
+        self.progressed = anyio.Event()
 
     async def sampling(self, context, params):
         self.counts["sampling"] += 1
@@ -109,6 +110,7 @@ class Callbacks:
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.counts["progress"] += 1
         self.progress.append({"progress": progress, "total": total, "message": message})
+        self.progressed.set()
 
 
 def _tool_result(name: str, arguments: dict, result: Any) -> dict[str, Any]:
@@ -124,15 +126,38 @@ def _tool_result(name: str, arguments: dict, result: Any) -> dict[str, Any]:
     }
 
 
-async def _drive(session_like, calls, cb: Callbacks, summary: dict) -> None:
+async def _drive(session_like, calls, cb: Callbacks, summary: dict, cancel: set[str]) -> None:
     tools = await session_like.list_tools()
     summary["tools"] = sorted(t.name for t in tools.tools)
     for name, arguments in calls:
+        if name in cancel:
+            summary["results"].append(await _cancelled_call(session_like, name, arguments, cb))
+            continue
         result = await session_like.call_tool(name, arguments, progress_callback=cb.on_progress)
         summary["results"].append(_tool_result(name, arguments, result))
 
 
-async def run_v2(params_kw: dict, era: str, calls, cb: Callbacks, summary: dict) -> None:
+async def _cancelled_call(session_like, name: str, arguments: dict, cb: Callbacks) -> dict:
+    """Call the tool and give up on it at its first progress notification (a user pressing
+    stop): the SDK abandons the request, which sends notifications/cancelled."""
+    cb.progressed = anyio.Event()
+    outcome: dict[str, Any] = {"tool": name, "arguments": arguments, "cancelled": False,
+                               "is_error": False}
+    async with anyio.create_task_group() as tg:
+        async def call() -> None:
+            result = await session_like.call_tool(name, arguments, progress_callback=cb.on_progress)
+            outcome.update(_tool_result(name, arguments, result))
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(call)
+        await cb.progressed.wait()
+        outcome["cancelled"] = True
+        tg.cancel_scope.cancel()
+    await anyio.sleep(0.2)  # the server's reaction to the cancel, if any, gets recorded
+    return outcome
+
+
+async def run_v2(params_kw: dict, era: str, calls, cb: Callbacks, summary: dict, cancel) -> None:
     from mcp import Client, StdioServerParameters
 
     async with Client(  # a StdioServerParameters server is spawned by stdio_client (errlog: our stderr)
@@ -146,10 +171,10 @@ async def run_v2(params_kw: dict, era: str, calls, cb: Callbacks, summary: dict)
         summary["protocol_version"] = client.protocol_version
         info = client.server_info
         summary["server_info"] = {"name": info.name, "version": info.version} if info else None
-        await _drive(client, calls, cb, summary)
+        await _drive(client, calls, cb, summary, cancel)
 
 
-async def run_v1(params_kw: dict, calls, cb: Callbacks, summary: dict, errlog) -> None:
+async def run_v1(params_kw: dict, calls, cb: Callbacks, summary: dict, errlog, cancel) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -165,7 +190,7 @@ async def run_v1(params_kw: dict, calls, cb: Callbacks, summary: dict, errlog) -
             init = await session.initialize()
             summary["protocol_version"] = init.protocolVersion
             summary["server_info"] = {"name": init.serverInfo.name, "version": init.serverInfo.version}
-            await _drive(session, calls, cb, summary)
+            await _drive(session, calls, cb, summary, cancel)
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -180,6 +205,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                     help="2026: discover (auto mode, mcp 2.x); 2025: initialize handshake")
     ap.add_argument("--call", action="append", default=[], metavar="TOOL=JSON",
                     help="call TOOL with JSON object arguments (repeatable, in order)")
+    ap.add_argument("--cancel", action="append", default=[], metavar="TOOL",
+                    help="give up on TOOL's call at its first progress notification")
     ap.add_argument("--allow-error", action="append", default=[], metavar="TOOL",
                     help="an isError result of TOOL does not fail the run")
     ap.add_argument("--roots-dir", default=".", help="the directory offered as the one root")
@@ -222,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     async def go():
         with anyio.fail_after(args.timeout):
             if MCP_MAJOR >= 2:
-                await run_v2(params_kw, args.era, calls, cb, summary)
+                await run_v2(params_kw, args.era, calls, cb, summary, set(args.cancel))
             else:
-                await run_v1(params_kw, calls, cb, summary, sys.stderr)
+                await run_v1(params_kw, calls, cb, summary, sys.stderr, set(args.cancel))
 
     error = None
     try:

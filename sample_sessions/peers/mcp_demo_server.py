@@ -11,6 +11,8 @@ Tools (the same names, arguments and results under both SDK lines):
 * `client_roots()` -> "roots: <uri> (<name>), ..."; asks the client `roots/list`.
 * `confirm(action)` -> "confirmed <action>: <bool> (<note>)" or "<action>: <decline|cancel>"; asks the
   client `elicitation/create` (form mode, schema {confirm: bool, note: str}).
+* with `--with-wait` only (so that recordings of the four tools above stay valid): `wait(seconds)`
+  -> "waited N s" after one progress notification and the wait, for a client to cancel.
 
 With mcp 2.x the requests to the client are `Resolve(...)` resolvers (`Sample`, `ListRoots`,
 `Elicit`): on a 2026-07-28 connection they come back as an `input_required` result the client
@@ -27,7 +29,10 @@ SDK's per-request INFO log lines are turned off, so stderr stays quiet unless so
 # No `from __future__ import annotations`: the SDKs read the tools' and resolvers' annotations at
 # registration, and the mcp 2.x names they use are imported inside the version branch below.
 import logging
+import sys
 import warnings
+
+import anyio
 from importlib.metadata import version
 
 warnings.filterwarnings("ignore", message=".*deprecat.*", category=Warning)
@@ -43,6 +48,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 MCP_VERSION = version("mcp")
 MCP_MAJOR = int(MCP_VERSION.split(".")[0])
 NAME = "wire-recorder-demo"
+WITH_WAIT = "--with-wait" in sys.argv[1:]
 
 SAMPLING_PROMPT_SYSTEM = "Answer with one number."
 ELICIT_MESSAGE = "Confirm the action?"
@@ -114,6 +120,13 @@ if MCP_MAJOR >= 2:
             await ctx.report_progress(1, 1, "added")
             return _add_text(a, b)
 
+        if WITH_WAIT:
+            @server.tool(description="Wait (reporting progress first): for cancelling.")
+            async def wait(seconds: float, ctx: Context) -> str:
+                await ctx.report_progress(0, 1, "waiting")
+                await anyio.sleep(seconds)
+                return f"waited {seconds:g} s"
+
         @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
         async def ask_llm(
             question: str, answer: Annotated[CreateMessageResult, Resolve(sample_question)]
@@ -143,6 +156,13 @@ def build_v1():
     async def add(a: int, b: int, ctx: Context) -> str:
         await ctx.report_progress(1, 1, "added")
         return _add_text(a, b)
+
+    if WITH_WAIT:
+        @server.tool(description="Wait (reporting progress first): for cancelling.")
+        async def wait(seconds: float, ctx: Context) -> str:
+            await ctx.report_progress(0, 1, "waiting")
+            await anyio.sleep(seconds)
+            return f"waited {seconds:g} s"
 
     @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
     async def ask_llm(question: str, ctx: Context) -> str:
