@@ -15,6 +15,8 @@ The client lists the tools, then calls each `--call TOOL=JSON-ARGS` in order (wi
 callback, so each `tools/call` carries a progressToken). It answers the server's requests the same
 way every time: sampling -> text "42" from model "test-model"; roots -> one `file://` root for
 `--roots-dir` (name "demo-root"); elicitation (form) -> accept with {"confirm": true, "note": "ok"}.
+`--cancel TOOL` gives up on TOOL's call at its first progress notification, as a user pressing
+stop would: mcp 2.x then sends `notifications/cancelled` (mcp 1.x sends nothing).
 
 It prints one JSON summary on stdout (sdk, era, negotiated protocol version, server info, tool
 names, per-call results, which callbacks fired) and exits 0; 1 when a call fails (an exception or
