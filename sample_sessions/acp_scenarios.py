@@ -585,6 +585,7 @@ ACP_LOAD = _add(AcpScenario(
         scripts=LOAD_SCRIPTS,
         prompts=["Count them again."],
         permissions=["approve"],
+        files={"a.txt": "a\n", "b.txt": "b\n"},  # the same work dir (when run on its own)
         check=_load_check,
     ),
 ))

@@ -24,7 +24,7 @@ from replay.driver import replay_session
 from replay.origins import find_origins
 from replay.recording import load
 from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_chain,
-                                           run_acp_chain)
+                                           run_acp_chain, run_acp_scenario)
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -192,3 +192,25 @@ def test_cancel_race_won_the_other_way_is_no_divergence(tmp_path, kimi_exe):
     live_failed = sum(1 for f in result.frames if f.direction == "a2c"
                       and b'"tool_call_update"' in f.raw and b'"failed"' in f.raw)
     assert result.stats.get("cut_short_frames_tolerated", 0) == live_failed
+
+
+@pytest.mark.parametrize("name", ["acp_cancel", "acp_load"])
+def test_sdk_client_against_serve(name, tmp_path, acp_python):
+    """Client under test: the ACP SDK client against `wire-replay --serve` standing in for kimi:
+    it cancels at the served permission request (acp_cancel), or reopens the recorded session
+    and gets its history served (acp_load); its answers match the recorded ones."""
+    sample = SAMPLES / f"{name}.jsonl"
+    rec = load(str(sample))
+    sc = ACP_SCENARIOS[name]
+    step, load_sid = sc, None
+    if sc.then is not None:
+        step = sc.then
+        load_sid = next(m.obj["params"]["sessionId"] for m in rec.msgs if m.method == "session/load")
+    report = tmp_path / "serve.json"
+    result = run_acp_scenario(step, acp_python=acp_python, load_session=load_sid,
+                              agent=[str(BIN / "wire-replay"), str(sample), "--serve", "--report",
+                                     str(report)])
+    assert result.exit_code == 0 and check_acp_chain(step, [result]) == []
+    r = orjson.loads(report.read_bytes())
+    assert r["ok"], r["divergences"]
+    assert r["stats"]["answers_checked"] == len(rec.answers) == (1 if name == "acp_cancel" else 5)
