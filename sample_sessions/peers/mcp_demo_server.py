@@ -84,6 +84,15 @@ def _confirm_text(action: str, outcome) -> str:
     return f"{action}: {outcome.action}"
 
 
+WAIT_DESCRIPTION = "Wait (reporting progress first): for cancelling."
+
+
+async def _wait(seconds: float, ctx) -> str:
+    await ctx.report_progress(0, 1, "waiting")
+    await anyio.sleep(seconds)
+    return f"waited {seconds:g} s"
+
+
 def _quiet_logs() -> None:
     # mcp 1.x logs "Processing request of type ..." at INFO for every request.
     for name in ("mcp", "mcp.server", "mcp.server.lowlevel.server"):
@@ -121,11 +130,9 @@ if MCP_MAJOR >= 2:
             return _add_text(a, b)
 
         if WITH_WAIT:
-            @server.tool(description="Wait (reporting progress first): for cancelling.")
+            @server.tool(description=WAIT_DESCRIPTION)
             async def wait(seconds: float, ctx: Context) -> str:
-                await ctx.report_progress(0, 1, "waiting")
-                await anyio.sleep(seconds)
-                return f"waited {seconds:g} s"
+                return await _wait(seconds, ctx)
 
         @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
         async def ask_llm(
@@ -158,11 +165,9 @@ def build_v1():
         return _add_text(a, b)
 
     if WITH_WAIT:
-        @server.tool(description="Wait (reporting progress first): for cancelling.")
+        @server.tool(description=WAIT_DESCRIPTION)
         async def wait(seconds: float, ctx: Context) -> str:
-            await ctx.report_progress(0, 1, "waiting")
-            await anyio.sleep(seconds)
-            return f"waited {seconds:g} s"
+            return await _wait(seconds, ctx)
 
     @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
     async def ask_llm(question: str, ctx: Context) -> str:
