@@ -489,6 +489,9 @@ ACP_TOOLS_CHANGED = _add(_tools_scenario(
 # acp_cancel -------------------------------------------------------------------------------------
 
 
+CANCEL_TEXT_2 = "Stopped. Here is the plan.Tell me how to go on."
+
+
 def _cancel_check(r: AcpResult) -> list[str]:
     p = Problems()
     p1, p2 = (r.prompts + [{}, {}])[:2]
@@ -504,8 +507,9 @@ def _cancel_check(r: AcpResult) -> list[str]:
              calls["call-shell-1"]["statuses"] in (["in_progress", "failed"], ["in_progress"]),
              f"prompt 1 tool calls {calls}")
     p.expect(p1.get("stopReason") == "cancelled", f"prompt 1 stopReason {p1.get('stopReason')}")
-    p.expect(p2.get("stopReason") == "end_turn" and p2.get("text") == "Stopped. Tell me how to go on.",
+    p.expect(p2.get("stopReason") == "end_turn" and p2.get("text") == CANCEL_TEXT_2,
              f"prompt 2 {p2}")
+    p.expect("plan" in p2.get("updates", []), f"prompt 2 updates {p2.get('updates')}: no plan")
     sent = [m.get("method") or ("answer", m.get("id")) for m in r.sent()]
     p.expect(sent[2:5] == ["session/prompt", "session/cancel", ("answer", 0)],
              f"client frames {sent}: session/cancel must come before the pending permission's answer")
@@ -515,12 +519,17 @@ def _cancel_check(r: AcpResult) -> list[str]:
 ACP_CANCEL = _add(AcpScenario(
     name="acp_cancel",
     description="The user stops a turn while its Shell permission is pending: the client sends "
-                "session/cancel, answers the permission `cancelled`; the tool call fails and the "
-                "prompt ends with stopReason cancelled. A second prompt then runs normally.",
+                "session/cancel, answers the permission `cancelled`; the prompt ends with "
+                "stopReason cancelled. A second prompt then runs normally and sets a todo list "
+                "(a `plan` update).",
     scripts=[
         script(msg_id("msg-1"), usage(110, 12), text("Let me run the slow build."),
                shell("call-shell-1", "sleep 30; echo built")),
-        script(msg_id("msg-2"), usage(160, 9), text("Stopped. Tell me how to go on.")),
+        script(msg_id("msg-2"), usage(160, 9), text("Stopped. Here is the plan."),
+               tool_call("call-todo-1", "SetTodoList",
+                         {"todos": [{"title": "Build the project", "status": "pending"},
+                                    {"title": "Run the tests", "status": "pending"}]})),
+        script(msg_id("msg-3"), usage(200, 6), text("Tell me how to go on.")),
     ],
     prompts=["Build the project.", "What now?"],
     permissions=["cancel_turn"],

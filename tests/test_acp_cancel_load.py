@@ -67,11 +67,13 @@ def test_cancel_is_recorded_in_the_order_the_client_sent_it(cancel_db):
     assert c2a[2:5] == ["session/prompt", "session/cancel", ("answer", 0)]
     with open_workspace([cancel_db]) as ws:
         turns = ws.con.execute("SELECT turn, status, stop_reason FROM turns ORDER BY turn").fetchall()
-        calls = ws.con.execute("SELECT status, approval FROM tool_calls").fetchall()
+        calls = ws.con.execute("SELECT status, approval FROM tool_calls WHERE turn = 1").fetchall()
+        plan = ws.con.execute("SELECT turn, tool_name, status FROM tool_calls WHERE turn = 2").fetchall()
     assert turns == [(1, "cancelled", "cancelled"), (2, "finished", "end_turn")]
     # failed when kimi took the permission answer before the cancel, else cancelled with the
     # turn (its last update said in_progress)
     assert calls in ([("failed", "cancelled")], [("cancelled", "cancelled")])
+    assert plan == [(2, "SetTodoList", "completed")]  # the session goes on after the cancel
 
 
 @pytest.mark.parametrize("source", ["sample", "fresh"])
