@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from recorder.errors import UserError
 from recorder.store import open_store
 from recorder.transcript import load_recording
 
@@ -68,6 +69,14 @@ def _candidates(path: str, value: str, protocol: str, exclude: set[str]) -> list
         return out
 
 
+def _readable(path: str, value: str, protocol: str, exclude: set[str]) -> list[Recording]:
+    try:
+        return _candidates(path, value, protocol, exclude)
+    except UserError as e:  # say which file: the user named several
+        e.message = f"looking for the session that created {value}: {e.message}"
+        raise
+
+
 def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
     """The sessions to replay before `rec`, oldest first. `sources` are extra files to search;
     rec's own .db is always searched."""
@@ -86,7 +95,7 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
         for value in referred_values(r):
             origin = None
             for path in files:
-                for cand in _candidates(path, value, r.protocol, seen):
+                for cand in _readable(path, value, r.protocol, seen):
                     if value in minted_values(cand):
                         origin = cand
                         break

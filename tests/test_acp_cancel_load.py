@@ -216,3 +216,12 @@ def test_sdk_client_against_serve(name, tmp_path, acp_python):
     r = orjson.loads(report.read_bytes())
     assert r["ok"], r["divergences"]
     assert r["stats"]["answers_checked"] == len(rec.answers) == (1 if name == "acp_cancel" else 5)
+
+
+def test_cli_origin_that_is_no_recording_is_one_line(tmp_path):
+    moved = tmp_path / "reopened.jsonl"
+    moved.write_bytes((SAMPLES / "acp_load.jsonl").read_bytes())
+    res = subprocess.run([str(BIN / "wire-replay"), str(moved), "--origin", str(ROOT / "README.md"),
+                          "--", "true"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "looking for the session that created" in res.stderr and "README.md is not a DuckDB" in res.stderr
