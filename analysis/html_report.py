@@ -258,9 +258,10 @@ def render_html(ws: Workspace, sid: str) -> str:
                            sum(output) AS out FROM turns WHERE session_id = ?""", [sid])[0]
     tc = _rows(ws, """SELECT count(*) AS n, count(*) FILTER (WHERE is_error) AS err,
                           count(*) FILTER (WHERE approval_requested) AS appr,
-                          sum(approval_wait_ms) AS wait FROM tool_calls WHERE session_id = ?""", [sid])[0]
-    nerr = ws.con.execute("SELECT count(*) FROM errors WHERE session_id = ? AND source <> 'stderr'",
-                          [sid]).fetchone()[0]
+                          sum(approval_wait_ms) AS wait FROM tool_calls
+                       WHERE session_id = ? AND NOT history""", [sid])[0]
+    # the same rows as the errors table below (stderr lines count only when they say a failure)
+    nerr = ws.con.execute("SELECT count(*) FROM errors WHERE session_id = ?", [sid]).fetchone()[0]
     ratio = f"{(tot['cr'] or 0) / tot['inp']:.1%}" if tot["inp"] else "n/a"
     cards = [("turns", tot["turns"]), ("steps", tot["steps"] or 0), ("tokens", f"{tot['tokens'] or 0:,}"),
              ("cache hit", ratio), ("output tokens", f"{tot['out'] or 0:,}"), ("tool calls", tc["n"]),

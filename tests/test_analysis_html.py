@@ -32,12 +32,14 @@ def test_report_is_self_contained_and_complete(report):
         n = {v: ws.con.execute(f"select count(*) from {v}").fetchone()[0]
              for v in ("turns", "steps", "tool_calls", "requests")}
         tok = ws.con.execute("select sum(total_tokens) from turns").fetchone()[0]
+        errors = ws.con.execute("select count(*) from errors").fetchone()[0]
     assert page.count('class="turn"') == n["turns"]
     assert page.count('class="step"') == n["steps"]
     assert page.count('class="tool"') == n["tool_calls"]
     assert page.count('class="wait"') == n["requests"]
     assert page.count('class="approval"') == 1  # the subagent's approved Shell call
     assert f"<b>{tok:,}</b><span>tokens</span>" in page
+    assert f"<b>{errors}</b><span>errors</span>" in page  # the card counts the table's rows
 
 
 def _png_size(path) -> tuple[int, int]:
