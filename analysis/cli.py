@@ -16,28 +16,21 @@ from recorder.cli_edge import run_app
 from recorder.errors import UserError
 
 
-def _fail(prog: str, e: UserError) -> None:
-    sys.stderr.write(f"{prog}: {e.one_line()}\n")
-    raise typer.Exit(e.exit_code)
-
-
 def _guard(prog: str):
-    """Run a command body, turning user errors (and a broken pipe from `| head`) into exits."""
+    """A broken pipe (`wire-query ... | head`) ends the command quietly with exit 0. It is caught
+    here, inside the command, because click turns one that reaches it into exit 1. User errors
+    and Ctrl-C are the shared edge's (recorder.cli_edge.run_app)."""
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*a, **kw):
             try:
                 return fn(*a, **kw)
-            except UserError as e:
-                _fail(prog, e)
             except BrokenPipeError:
                 try:
                     sys.stdout = open(os.devnull, "w")
                 except OSError:
                     pass
                 raise typer.Exit(0)
-            except KeyboardInterrupt:
-                raise typer.Exit(130)
         return wrapper
     return deco
 
@@ -131,12 +124,11 @@ def show_cmd(
     wait: float = typer.Option(0.0, "--wait", help="with --follow: wait this many seconds for "
                                "a recording to start"),
 ):
-    from rich.console import Console
-
+    from .output import console as make_console
     from .show import follow as follow_live
     from .show import show_frames
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = make_console(highlight=False, soft_wrap=True)
     emit = console.print
     if follow:
         how = follow_live(db, session, emit, width=width, show_text=not no_text, wait_s=wait)

@@ -12,6 +12,19 @@ from typing import Any, Sequence
 FORMATS = ("table", "csv", "json", "markdown")
 
 
+def console(**kw):
+    """A rich Console for our output. rich ends the process with exit 1 when the reader goes
+    away (`| head`); this one raises BrokenPipeError, which the CLI ends quietly with exit 0,
+    as it does for csv and json output."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return _Console(**kw)
+
+
 def plain(v: Any) -> Any:
     """A JSON-friendly value."""
     if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
@@ -73,7 +86,6 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
         for r in rows:
             out.write("| " + " | ".join(esc(cell(v)) for v in r) + " |\n")
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False, header_style="bold")
@@ -83,10 +95,10 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
         table.add_column(c, justify="right" if numeric else "left", overflow="fold")
     for r in rows:
         table.add_row(*(cell(v, max_cell) for v in r))
-    console = Console(file=out, soft_wrap=False)
-    if not console.is_terminal:
-        console.width = 200  # piped output: do not squeeze columns into 80
-    console.print(table)
+    con = console(file=out, soft_wrap=False)
+    if not con.is_terminal:
+        con.width = 200  # piped output: do not squeeze columns into 80
+    con.print(table)
 
 
 def to_text(columns, rows, fmt="table", **kw) -> str:

@@ -179,11 +179,10 @@ def _protocol_line(protos: dict[str, dict]) -> str:
 
 
 def render_summary(s: Summary, out=None) -> None:
-    from rich.console import Console
-
+    from .output import console as make_console
     from .output import render
 
-    console = Console(file=out or sys.stdout, soft_wrap=False)
+    console = make_console(file=out or sys.stdout, soft_wrap=False)
     if not console.is_terminal:
         console.width = 160
     o = s.overview

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from recorder.errors import UserError
+from recorder.cli_edge import run_app
 
 from .driver import ReplayOptions, replay_session
 from .errors import ReplayInputError
@@ -74,18 +74,11 @@ def command(
     report: Optional[str] = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON report instead of text (stderr with --serve)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),
-) -> None:
-    try:
-        code = _run(session_file, session, serve, update, output, match_on, ignore,
-                    no_default_ignores, on_unmatched, speed, frame_timeout, timeout, cwd, env,
-                    report, as_json, quiet, origin)
-    except UserError as e:
-        _err(e.one_line())
-        code = e.exit_code
-    except KeyboardInterrupt:
-        _err("interrupted")
-        code = 130
-    raise typer.Exit(code)
+) -> int:
+    # user errors and Ctrl-C become one line at the shared CLI edge (recorder.cli_edge)
+    return _run(session_file, session, serve, update, output, match_on, ignore,
+                no_default_ignores, on_unmatched, speed, frame_timeout, timeout, cwd, env,
+                report, as_json, quiet, origin)
 
 
 def _run(session_file, session, serve, update, output, match_on, ignore, no_default_ignores,
@@ -167,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         _agent_cmd = []
     try:
-        _app()(argv, prog_name="wire-replay", standalone_mode=True)
+        run_app(_app(), "wire-replay", argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     return 0
