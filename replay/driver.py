@@ -37,8 +37,8 @@ from .recording import Msg, Recording, load, parse_msg
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
 # is doing at that moment (wire spec §5: an immediate cancel changes which frames appear), so even
 # "as fast as possible" keeps their recorded delay after the frame they followed, up to this cap.
-HOLD_MAX_S = 5.0  # longest an answer waits for client frames recorded before it
 RACY_DELAY_CAP_S = 5.0
+HOLD_MAX_S = 5.0  # longest an answer waits for client frames recorded before it
 STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
 ON_UNMATCHED = ("fail", "reject", "error")
 # divergence kinds that are differences in behaviour, as opposed to their symptoms (a timeout,
