@@ -265,6 +265,7 @@ class Ingest:
         if store is None:
             return False
         self.flush(force=True)
+        store.sync_blobs()
         store.upsert_session(self.session_values(end_reason))
         return True
 
