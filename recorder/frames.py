@@ -162,6 +162,9 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump,
                      parse_error="neither a request (method) nor a response (result/error)")
 
 
+VERSION_WINDOW = 64  # frames in which a known protocol's version is still looked for
+
+
 class Classifier:
     """Classifies the frames of one session in order: detects its protocol from the first frames
     that show it (unless given), and flags protocol-level anomalies that single frames cannot
@@ -177,9 +180,13 @@ class Classifier:
 
     def __call__(self, raw: bytes, direction: str) -> Extracted:
         self.n += 1
-        # detection runs until the protocol and its version are known (and on initialize, which
-        # settles an MCP version after a server/discover fallback): not on every frame
-        ex = classify(raw, direction, self.protocol, detect=self.version is None)
+        # detection runs until the protocol is known, then for its version only in the session's
+        # first frames (a Wire client that never sends initialize would otherwise pay for it on
+        # every frame), and always on initialize (which settles an MCP version after a
+        # server/discover fallback)
+        ex = classify(raw, direction, self.protocol,
+                      detect=self.protocol is None or (self.version is None
+                                                       and self.n <= VERSION_WINDOW))
         hint = ex.protocol_hint
         if hint is not None:
             if self.protocol is None:
