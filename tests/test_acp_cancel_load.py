@@ -225,3 +225,33 @@ def test_cli_origin_that_is_no_recording_is_one_line(tmp_path):
                           "--", "true"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
     assert "looking for the session that created" in res.stderr and "README.md is not a DuckDB" in res.stderr
+
+
+def test_a_diverging_origin_fails_the_replay_and_is_reported(load_db, kimi_exe):
+    """The agent changed: the session replayed first already differs. The run fails, and the
+    text, JSON and JUnit reports say that the origin diverged, and where."""
+    from replay import report as rp
+    from sample_sessions.scenarios import msg_id, script, shell, text, think, usage
+
+    db, (first, second) = load_db
+    changed = [script(msg_id("msg-1"), usage(100, 10), think("Count them with the shell."),
+                      text("Let me count them all."), shell("call-shell-1", "ls | wc -l")),
+               *ACP_SCENARIOS["acp_load"].scripts[1:]]
+    with AcpRun.create(changed, ACP_SCENARIOS["acp_load"].files, kimi=kimi_exe) as run:
+        result = replay_session(load(db, second["session_id"]), run.argv(), env=run.env(),
+                                cwd=str(run.workdir))
+    (origin,) = result.origins
+    assert not origin.ok and not result.ok and result.exit_code == 1
+    assert "Let me count them all." in str(origin.first.got)
+    text_report = rp.render_text(result)
+    assert f"replayed first: session {first['session_id']}" in text_report
+    assert "DIVERGED: turn 1: expected agent_message_chunk" in text_report
+    as_json = orjson.loads(rp.render_json(result))
+    assert as_json["ok"] is False and as_json["origins"][0]["ok"] is False
+    # had the session itself matched, the origin alone fails it, and says so
+    import dataclasses
+
+    alone = dataclasses.replace(result, divergences=[])
+    assert not alone.ok and rp.title(alone).endswith("DIVERGED (in a session replayed before it)")
+    assert f'message="in origin session {first["session_id"]}: turn 1'.encode() in \
+        rp.render_junit([alone])
