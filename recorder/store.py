@@ -301,7 +301,7 @@ class Store:
         # written before the rows pointing at them commit: a process killed in between leaves
         # unreferenced bytes, never a dangling offset. They are synced to the disk once, when the
         # store closes (`sync_blobs`), not per batch: an fsync per batch held up the kernel's
-        # write-back of the proxy's own spool and cost up to 40% of a 1 GiB burst's recording.
+        # write-back of the proxy's own spool and cost up to 21% of a 1 GiB burst's recording.
         # After a power loss mid-session a row can point past the sidecar's end; reading it is
         # then a clear "cut short" error (`resolve_blobs`).
         self._blobs_written = True
