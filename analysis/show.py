@@ -20,6 +20,9 @@ from rich.markup import escape
 
 from recorder.errors import UserError
 from recorder.frames import Frame
+from recorder.protocols import get as _adapter
+
+ACP = _adapter("acp")
 
 POLL_S = 0.2
 
@@ -106,6 +109,7 @@ class Timeline:
     _turn: dict = field(default_factory=dict)
     _step_tokens: int = 0
     _rounds: dict = field(default_factory=dict)  # MCP requestState -> (name, root mono, round, mono)
+    _loading: bool = False  # ACP: between session/load and its answer (the session's history)
 
     def _t(self, f: Frame) -> str:
         if self.start_ns is None:
@@ -130,6 +134,15 @@ class Timeline:
             return []
         head, args = call
         return [head + escape(short("".join(args), self.width // 2))]
+
+    def _ended(self, t: str, name, dur: str, failed: bool, detail, indent: str = "",
+               always: bool = True) -> str:
+        """A tool call's last line, whatever the protocol: ✓ name and time, or ✗ name failed
+        after time; then `detail` after a colon (`always=False`: only when there is some)."""
+        tail = f": {escape(short(detail, self.width // 2))}" if always or detail else ""
+        if failed:
+            return f"{t}      {indent}[red]✗ {escape(str(name))} failed after {dur}{tail}[/]"
+        return f"{t}      {indent}[green]✓ {escape(str(name))}[/] {dur}{tail}"
 
     def flush(self) -> list[str]:
         return self._flush_call() + self._flush_text()
@@ -312,10 +325,9 @@ class Timeline:
             if rv.get("is_error"):
                 if not scope:
                     self.totals.tool_errors += 1
-                return [f"{t}      {indent}[red]✗ {escape(str(name))} failed after {dur}: "
-                        f"{escape(short(rv.get('message') or rv.get('output'), self.width // 2))}[/]"]
-            return [f"{t}      {indent}[green]✓ {escape(str(name))}[/] {dur}: "
-                    f"{escape(short(rv.get('output'), self.width // 2))}"]
+                return [self._ended(t, name, dur, True, rv.get("message") or rv.get("output"),
+                                    indent)]
+            return [self._ended(t, name, dur, False, rv.get("output"), indent)]
         if mt == "StatusUpdate":
             u = p.get("token_usage")
             if not u:
@@ -453,9 +465,11 @@ class Timeline:
         return [f"{t} [dim]< {escape(str(method))} {escape(short(p, 60))}{took}[/]"]
 
     def _acp_update(self, f: Frame, t: str, u: dict) -> list[str]:
-        if getattr(self, "_loading", False):
-            # what an earlier session did, replayed by session/load: shown, not counted
-            return [f"{t}   [dim]history {escape(self.describe_history(f.msg_type, u))}[/]"]
+        if self._loading:
+            # what an earlier session did, replayed by session/load: shown, not counted (its
+            # text chunks never get here: they are gathered into text lines like any others)
+            label = ACP.describe("notification", "session/update", f.msg_type, {"update": u})
+            return [f"{t}   [dim]history {escape(label or str(f.msg_type))}[/]"]
         mt = f.msg_type
         if mt == "tool_call":
             call_id = u.get("toolCallId")
@@ -480,15 +494,11 @@ class Timeline:
             dur = fmt_ms((f.mono_ns - mono) / 1e6)
             text = "".join(str((c.get("content") or {}).get("text") or "")
                            for c in u.get("content") or [] if isinstance(c, dict))
-            if status == "completed":
+            if status in ("completed", "failed"):
                 self._calls.pop(key, None)
-                return [f"{t}      [green]✓ {escape(str(title))}[/] {dur}"
-                        + (f": {escape(short(text, self.width // 2))}" if text else "")]
-            if status == "failed":
-                self._calls.pop(key, None)
-                self.totals.tool_errors += 1
-                return [f"{t}      [red]✗ {escape(str(title))} failed after {dur}"
-                        + (f": {escape(short(text, self.width // 2))}" if text else "") + "[/]"]
+                if status == "failed":
+                    self.totals.tool_errors += 1
+                return [self._ended(t, title, dur, status == "failed", text, always=False)]
             self._calls[key] = (title, mono, status)
             return [f"{t}      [dim]{escape(str(title))}: {escape(str(status))}[/]"]
         if mt == "plan":
@@ -501,16 +511,6 @@ class Timeline:
         if mt == "current_mode_update":
             return [f"{t}   [dim]mode {escape(str(u.get('currentModeId')))}[/]"]
         return [f"{t}   [dim]session/update {escape(str(mt))}[/]"]
-
-    def describe_history(self, mt: str | None, u: dict) -> str:
-        if mt in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk"):
-            who = {"user_message_chunk": "user", "agent_message_chunk": "text",
-                   "agent_thought_chunk": "thought"}[mt]
-            return f"{who} {short((u.get('content') or {}).get('text'), self.width // 2)}"
-        if mt in ("tool_call", "tool_call_update"):
-            bits = [u.get("title"), u.get("status")]
-            return f"{mt} " + " ".join(str(b) for b in bits if b)
-        return str(mt)
 
     def _mcp_client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "initialize":
@@ -570,10 +570,9 @@ class Timeline:
                 return [f"{t} [dim]< {method} {escape(str(name))}{took}{rounds}[/]"]
             if p.get("isError"):
                 self.totals.tool_errors += 1
-                return [f"{t}      [red]✗ {escape(str(name))} failed after {dur}{rounds}: "
-                        f"{escape(short(text, self.width // 2))}[/]"]
-            return [f"{t}      [green]✓ {escape(str(name))}[/] {dur}{rounds}: "
-                    f"{escape(short(text or p.get('structuredContent'), self.width // 2))}"]
+                return [self._ended(t, name, f"{dur}{rounds}", True, text)]
+            return [self._ended(t, name, f"{dur}{rounds}", False,
+                                text or p.get("structuredContent"))]
         if method == "initialize":
             return [_initialized(t, "initialize", p.get("serverInfo"), p.get("protocolVersion"), took)]
         if method == "server/discover":
