@@ -84,13 +84,21 @@ def _confirm_text(action: str, outcome) -> str:
     return f"{action}: {outcome.action}"
 
 
-WAIT_DESCRIPTION = "Wait (reporting progress first): for cancelling."
+def _progress_tools(server, Context) -> None:
+    """`add` and (with --with-wait) `wait`, the tools that report progress, on either SDK line:
+    the SDK finds the context argument by its annotation, the SDK line's own Context class."""
 
+    @server.tool(description="Add two integers (reports progress when asked to).")
+    async def add(a: int, b: int, ctx: Context) -> str:
+        await ctx.report_progress(1, 1, "added")
+        return _add_text(a, b)
 
-async def _wait(seconds: float, ctx) -> str:
-    await ctx.report_progress(0, 1, "waiting")
-    await anyio.sleep(seconds)
-    return f"waited {seconds:g} s"
+    if WITH_WAIT:
+        @server.tool(description="Wait (reporting progress first): for cancelling.")
+        async def wait(seconds: float, ctx: Context) -> str:
+            await ctx.report_progress(0, 1, "waiting")
+            await anyio.sleep(seconds)
+            return f"waited {seconds:g} s"
 
 
 def _quiet_logs() -> None:
@@ -123,16 +131,7 @@ if MCP_MAJOR >= 2:
 
     def build_v2():
         server = MCPServer(NAME, version=MCP_VERSION, log_level="WARNING")
-
-        @server.tool(description="Add two integers (reports progress when asked to).")
-        async def add(a: int, b: int, ctx: Context) -> str:
-            await ctx.report_progress(1, 1, "added")
-            return _add_text(a, b)
-
-        if WITH_WAIT:
-            @server.tool(description=WAIT_DESCRIPTION)
-            async def wait(seconds: float, ctx: Context) -> str:
-                return await _wait(seconds, ctx)
+        _progress_tools(server, Context)
 
         @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
         async def ask_llm(
@@ -158,16 +157,7 @@ def build_v1():
     from mcp.types import SamplingMessage, TextContent
 
     server = FastMCP(NAME, log_level="WARNING")
-
-    @server.tool(description="Add two integers (reports progress when asked to).")
-    async def add(a: int, b: int, ctx: Context) -> str:
-        await ctx.report_progress(1, 1, "added")
-        return _add_text(a, b)
-
-    if WITH_WAIT:
-        @server.tool(description=WAIT_DESCRIPTION)
-        async def wait(seconds: float, ctx: Context) -> str:
-            return await _wait(seconds, ctx)
+    _progress_tools(server, Context)
 
     @server.tool(description="Ask the client's LLM a question (sampling/createMessage).")
     async def ask_llm(question: str, ctx: Context) -> str:
