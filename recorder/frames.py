@@ -135,6 +135,7 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump,
     method = obj.get("method")
     has_id = "id" in obj
     rpc_id = _id_text(obj.get("id"))
+    id_is_str = isinstance(obj.get("id"), str)
     problem = None if obj.get("jsonrpc") == "2.0" else "jsonrpc is not \"2.0\""
     if method is not None:
         if not isinstance(method, str):
@@ -149,15 +150,15 @@ def _classify_obj(obj, direction: str, protocol: str | None, dump=_dump,
                          dump(adapter.payload(method, params)), problem, known,
                          protocols.detect(method, params, direction)
                          if detect or method == "initialize" else None,
-                         id_is_str=isinstance(obj.get("id"), str))
+                         id_is_str=id_is_str)
     if "error" in obj:
         return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
                          payload=dump(obj["error"]), parse_error=problem, known=True,
-                         id_is_str=isinstance(obj.get("id"), str))
+                         id_is_str=id_is_str)
     if "result" in obj:
         return Extracted("invalid" if problem else "response", rpc_id=rpc_id,
                          payload=dump(obj["result"]), parse_error=problem, known=True,
-                         id_is_str=isinstance(obj.get("id"), str))
+                         id_is_str=id_is_str)
     return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
                      parse_error="neither a request (method) nor a response (result/error)")
 
