@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from recorder.cli_edge import run_app
-from recorder.errors import UserError
+from wire_recorder.recorder.cli_edge import run_app
+from wire_recorder.recorder.errors import UserError
 
 
 def _guard(prog: str):

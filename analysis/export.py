@@ -16,10 +16,10 @@ from typing import Callable
 
 import orjson
 
-from recorder.errors import UserError
-from recorder.frames import COLUMNS, PAYLOAD_MAX, Frame
-from recorder.store import SESSION_COLUMNS, resolve_blobs
-from recorder.transcript import write_session
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.frames import COLUMNS, PAYLOAD_MAX, Frame
+from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
+from wire_recorder.recorder.transcript import write_session
 
 from .sources import Workspace, _sql_str
 

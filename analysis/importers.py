@@ -17,10 +17,10 @@ from typing import Callable, Iterable
 
 import orjson
 
-from recorder.errors import UserError
-from recorder.frames import Frame, classify
-from recorder.transcript import TranscriptError, read_transcript, store_session
-from recorder.store import open_store
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.frames import Frame, classify
+from wire_recorder.recorder.transcript import TranscriptError, read_transcript, store_session
+from wire_recorder.recorder.store import open_store
 
 KIMI_SOURCE = "kimi-wire-jsonl"
 REQUEST_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}

@@ -6,7 +6,7 @@ import re
 
 import duckdb
 
-from recorder.errors import UserError
+from wire_recorder.recorder.errors import UserError
 
 from .sources import Workspace, open_workspace
 

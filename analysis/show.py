@@ -18,9 +18,9 @@ from typing import Callable, Iterable
 import orjson
 from rich.markup import escape
 
-from recorder.errors import UserError
-from recorder.frames import Frame
-from recorder.protocols import get as _adapter
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.frames import Frame
+from wire_recorder.recorder.protocols import get as _adapter
 
 ACP = _adapter("acp")
 
@@ -731,8 +731,8 @@ def follow(db: str, session: str | None, emit: Callable[[str], None], width: int
            show_text: bool = True, wait_s: float = 0.0, stop: Callable[[], bool] | None = None) -> str:
     """Tail a session being recorded. Returns how it ended: 'ended', 'spool removed', or
     'not live' (no spool: the caller shows the finished DB instead)."""
-    from recorder.loader import Ingest
-    from recorder.spool import SpoolError, SpoolReader
+    from wire_recorder.recorder.loader import Ingest
+    from wire_recorder.recorder.spool import SpoolError, SpoolReader
 
     deadline = time.monotonic() + wait_s
     spools = find_spools(db, session)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from recorder.errors import NotARecording, SchemaTooNew, UserError
-from recorder.frames import COLUMNS
-from recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
+from wire_recorder.recorder.errors import NotARecording, SchemaTooNew, UserError
+from wire_recorder.recorder.frames import COLUMNS
+from wire_recorder.recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
                             is_duckdb_file)
 
 from .views import install_views

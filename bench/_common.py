@@ -91,7 +91,7 @@ def is_loader_alive(pid: int | None) -> bool:
         return False
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"recorder.loader" in f.read()
+            return b"wire_recorder.recorder.loader" in f.read()
     except OSError:
         return False
 
@@ -152,7 +152,7 @@ class RssPoller(threading.Thread):
                     cmd = f.read()
             except OSError:
                 continue
-            if b"recorder.loader" in cmd:
+            if b"wire_recorder.recorder.loader" in cmd:
                 self.loader_pid = kid
             elif self.agent_pid is None:
                 self.agent_pid = kid

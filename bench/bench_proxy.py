@@ -457,7 +457,7 @@ def main() -> int:
         src = os.path.abspath(args.src)
         os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
         prefix = [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
-                  "from recorder.proxy_cli import main; sys.exit(main())"]
+                  "from wire_recorder.recorder.proxy_cli import main; sys.exit(main())"]
     else:
         if not os.path.exists(WIRE_PROXY):
             say(f"{WIRE_PROXY} not found: install the package into .venv first")

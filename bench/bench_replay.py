@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from replay import ReplayOptions, replay_session  # noqa: E402
+from wire_recorder.replay import ReplayOptions, replay_session  # noqa: E402
 
 AGENT = r'''
 import json, os, sys, uuid
@@ -206,7 +206,7 @@ def main() -> int:
             r = replay_session(str(session), argv, options=ReplayOptions(frame_timeout=30))
             lib.append(time.perf_counter() - t0)
             if not r.ok:
-                from replay import render_text
+                from wire_recorder.replay import render_text
 
                 print(render_text(r))
                 return 1

@@ -29,8 +29,8 @@ import orjson
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from recorder.frames import classify, wall_ts  # noqa: E402
-from recorder.store import open_store  # noqa: E402
+from wire_recorder.recorder.frames import classify, wall_ts  # noqa: E402
+from wire_recorder.recorder.store import open_store  # noqa: E402
 
 TOOLS = [("Shell", 0.4, (5, 4000)), ("ReadFile", 0.0, (1, 30)), ("Grep", 0.0, (5, 300)),
          ("WriteFile", 0.4, (2, 40)), ("lookup_weather", 0.0, (50, 900))]
@@ -240,8 +240,8 @@ def main() -> None:
         counts = generate(db, args.frames)
     else:
         counts = {}
-    from analysis.sources import open_workspace
-    from analysis.stats import summarize
+    from wire_recorder.analysis.sources import open_workspace
+    from wire_recorder.analysis.stats import summarize
 
     with open_workspace([db]) as ws:
         frames, sessions, raw_bytes = ws.con.execute(

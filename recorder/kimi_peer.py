@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from recorder.errors import UserError
+from wire_recorder.recorder.errors import UserError
 
 KIMI_VERSION = "1.51.0"
 ENV_KIMI = "WIRE_KIMI"

@@ -88,7 +88,7 @@ def _start_loader(spool_path: str, note: _Notes):
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "recorder.loader", spool_path],
+            [sys.executable, "-m", "wire_recorder.recorder.loader", spool_path],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
             # Its own session: a Ctrl-C for the agent must not stop the recording mid-write.
             start_new_session=True,

@@ -368,7 +368,7 @@ class Store:
 def install_views(con: duckdb.DuckDBPyConnection) -> None:
     """Analysis owns the views; install them when that part is present."""
     try:
-        from analysis.views import install_views as _install
+        from wire_recorder.analysis.views import install_views as _install
     except ImportError:
         return
     _install(con)

@@ -1,6 +1,6 @@
 """wire-replay: deterministic replay of recorded Wire sessions, in both directions.
 
-    from replay import replay_session, serve_session, ReplayOptions
+    from wire_recorder.replay import replay_session, serve_session, ReplayOptions
     result = replay_session("s.db", ["kimi", "--wire"], env=env, cwd=workdir)
     if not result.ok:
         print(render_text(result))        # first divergence, diff, unused requests …

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from recorder.cli_edge import run_app
+from wire_recorder.recorder.cli_edge import run_app
 
 from .driver import ReplayOptions, replay_session
 from .errors import ReplayInputError

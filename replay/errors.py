@@ -1,6 +1,6 @@
 """Errors a wire-replay user can fix. The CLI edge prints `one_line()` and exits with exit_code."""
 
-from recorder.errors import UserError
+from wire_recorder.recorder.errors import UserError
 
 
 class ReplayInputError(UserError):

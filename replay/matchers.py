@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from recorder import protocols
+from wire_recorder.recorder import protocols
 
 from .errors import ReplayInputError
 from .labels import _short, field_diff

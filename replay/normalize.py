@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from recorder import protocols
+from wire_recorder.recorder import protocols
 
 from .errors import ReplayInputError
 from .recording import Msg

@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from recorder.errors import UserError
-from recorder.store import open_store
-from recorder.transcript import load_recording
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.transcript import load_recording
 
 from .recording import Recording, build_recording
 

@@ -83,7 +83,7 @@ class WireReplay:
         """Replay `recording` against `agent`; fail the test on divergence (unless fail=False).
         Returns the ReplayResult. `options` are ReplayOptions fields (match_on, ignore, speed,
         frame_timeout, timeout, on_unmatched, …); `ignore` may hold strings."""
-        from recorder.errors import UserError
+        from wire_recorder.recorder.errors import UserError
 
         from .driver import ReplayOptions, replay_session
         from .normalize import IgnoreRule

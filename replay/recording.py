@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from recorder import protocols
-from recorder.errors import UserError
-from recorder.frames import Classifier
-from recorder.protocols.base import Adapter
-from recorder.transcript import load_recording
+from wire_recorder.recorder import protocols
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.frames import Classifier
+from wire_recorder.recorder.protocols.base import Adapter
+from wire_recorder.recorder.transcript import load_recording
 
 from .errors import ReplayInputError
 

@@ -14,9 +14,9 @@ import tempfile
 
 import orjson
 
-from recorder.frames import Classifier, Extracted, Frame, wall_ts
-from recorder.store import open_store
-from recorder.transcript import frame_line, session_header, store_session
+from wire_recorder.recorder.frames import Classifier, Extracted, Frame, wall_ts
+from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.transcript import frame_line, session_header, store_session
 
 from .driver import ReplayResult
 from .errors import ReplayInputError

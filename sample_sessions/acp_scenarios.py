@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from recorder.kimi_peer import KimiRun, PeerMissing, clean_env
+from wire_recorder.recorder.kimi_peer import KimiRun, PeerMissing, clean_env
 from sample_sessions.scenarios import (Problems, msg_id, script, shell, text, think, tool_call,
                                       usage)
 

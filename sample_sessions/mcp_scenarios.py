@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from recorder.kimi_peer import PeerMissing
+from wire_recorder.recorder.kimi_peer import PeerMissing
 from sample_sessions.scenarios import Problems
 
 HERE = Path(__file__).resolve().parent

@@ -28,10 +28,10 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from recorder import protocols  # noqa: E402
-from recorder.errors import UserError  # noqa: E402
-from recorder.store import open_store  # noqa: E402
-from recorder.transcript import write_transcript  # noqa: E402
+from wire_recorder.recorder import protocols  # noqa: E402
+from wire_recorder.recorder.errors import UserError  # noqa: E402
+from wire_recorder.recorder.store import open_store  # noqa: E402
+from wire_recorder.recorder.transcript import write_transcript  # noqa: E402
 from sample_sessions.acp_scenarios import (  # noqa: E402
     ACP_SCENARIOS, check_acp_chain, run_acp_chain)
 from sample_sessions.mcp_scenarios import (  # noqa: E402

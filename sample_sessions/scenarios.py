@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from recorder.kimi_peer import KimiRun
-from recorder.scripted_client import (
+from wire_recorder.recorder.kimi_peer import KimiRun
+from wire_recorder.recorder.scripted_client import (
     Approval,
     ClientPlan,
     ClientResult,

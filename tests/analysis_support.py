@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from recorder.scripted_client import Approval, ClientPlan, Prompt  # noqa: E402
+from wire_recorder.recorder.scripted_client import Approval, ClientPlan, Prompt  # noqa: E402
 from sample_sessions.scenarios import (  # noqa: E402
     SCENARIOS, Scenario, check_scenario, msg_id, run_scenario, script, shell, text, tool_call, usage)
 
@@ -92,7 +92,7 @@ def record_all(folder: str, names: list[str], kimi: Path | None = None, workers:
 
 # -- facts recomputed from frames, without SQL ------------------------------------------------------
 def frames_of(db: str) -> tuple[dict, list]:
-    from recorder.store import open_store
+    from wire_recorder.recorder.store import open_store
 
     with open_store(db, read_only=True) as store:
         s = store.session()

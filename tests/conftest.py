@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # sample_sessions/ is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from recorder.kimi_peer import KimiRun, PeerMissing, find_kimi  # noqa: E402
+from wire_recorder.recorder.kimi_peer import KimiRun, PeerMissing, find_kimi  # noqa: E402
 
 
 def _peer(find, what: str):

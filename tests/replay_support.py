@@ -46,7 +46,7 @@ def record_scenario(name: str, db: str | os.PathLike, scripts: Sequence[str] | N
 
 
 def session_ids(db: str | os.PathLike) -> dict[str, str]:
-    from recorder.store import open_store
+    from wire_recorder.recorder.store import open_store
 
     with open_store(str(db), read_only=True) as store:
         return {s["name"]: s["session_id"] for s in store.sessions()}
@@ -57,7 +57,7 @@ class Agent:
     start `kimi --wire` again. Use as a context manager."""
 
     def __init__(self, name: str, scripts: Sequence[str] | None = None, tmp_root=None):
-        from recorder.kimi_peer import KimiRun
+        from wire_recorder.recorder.kimi_peer import KimiRun
         from sample_sessions.scenarios import SCENARIOS
 
         sc = SCENARIOS[name]

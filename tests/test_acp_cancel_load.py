@@ -17,12 +17,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from analysis.sources import open_workspace
-from analysis.stats import summarize
-from recorder.store import open_store
-from replay.driver import replay_session
-from replay.origins import find_origins
-from replay.recording import load
+from wire_recorder.analysis.sources import open_workspace
+from wire_recorder.analysis.stats import summarize
+from wire_recorder.recorder.store import open_store
+from wire_recorder.replay.driver import replay_session
+from wire_recorder.replay.origins import find_origins
+from wire_recorder.replay.recording import load
 from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_chain,
                                            run_acp_chain, run_acp_scenario)
 
@@ -230,7 +230,7 @@ def test_cli_origin_that_is_no_recording_is_one_line(tmp_path):
 def test_a_diverging_origin_fails_the_replay_and_is_reported(load_db, kimi_exe):
     """The agent changed: the session replayed first already differs. The run fails, and the
     text, JSON and JUnit reports say that the origin diverged, and where."""
-    from replay import report as rp
+    from wire_recorder.replay import report as rp
     from sample_sessions.scenarios import msg_id, script, shell, text, think, usage
 
     db, (first, second) = load_db

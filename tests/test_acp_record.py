@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.store import open_store
-from recorder.transcript import read_transcript
+from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.transcript import read_transcript
 from sample_sessions.acp_scenarios import ACP_SCENARIOS, check_acp_scenario, run_acp_scenario
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")

@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from recorder.store import open_store
-from replay.driver import ReplayOptions, replay_session
-from replay.recording import load
+from wire_recorder.recorder.store import open_store
+from wire_recorder.replay.driver import ReplayOptions, replay_session
+from wire_recorder.replay.recording import load
 from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_scenario,
                                            run_acp_scenario)
 

@@ -16,7 +16,7 @@ import pytest
 from analysis_support import (SUBAGENT_ERRORS, expected_from_frames, frames_of, record,
                               recorded, run_cli)  # noqa: F401  (recorded is a fixture)
 
-from analysis.sources import open_workspace
+from wire_recorder.analysis.sources import open_workspace
 
 
 def _rows(ws, sql, params=()):
@@ -224,7 +224,7 @@ def test_show_timeline(recorded):
 
 def test_follow_live_recording(kimi_exe, tmp_path):
     """wire-show --follow prints the session while wire-proxy is still recording it."""
-    from analysis.show import follow
+    from wire_recorder.analysis.show import follow
 
     lines: list[str] = []
     box = {}

@@ -11,7 +11,7 @@ import pytest
 
 from analysis_support import SUBAGENT_ERRORS, find_chromium, recorded, run_cli  # noqa: F401
 
-from analysis.sources import open_workspace
+from wire_recorder.analysis.sources import open_workspace
 
 
 @pytest.fixture(scope="module")

@@ -23,10 +23,10 @@ import pytest
 
 from analysis_support import run_cli
 
-from analysis.importers import import_files
-from analysis.sources import open_workspace
-from analysis.views import VIEW_NAMES, VIEW_SQL, install_views
-from recorder.store import open_store
+from wire_recorder.analysis.importers import import_files
+from wire_recorder.analysis.sources import open_workspace
+from wire_recorder.analysis.views import VIEW_NAMES, VIEW_SQL, install_views
+from wire_recorder.recorder.store import open_store
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from recorder.store import open_store
+from wire_recorder.recorder.store import open_store
 from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario, wire_messages
 from sample_sessions.record import proxy_prefix
 

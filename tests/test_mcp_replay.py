@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.recording import load
+from wire_recorder.replay.recording import load
 from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
 from sample_sessions.record import proxy_prefix
 
@@ -78,7 +78,7 @@ def test_recorded_request_state_is_what_a_fresh_server_rejects(fresh):
     states = [m.payload["requestState"] for m in rec.msgs
               if m.kind == "response" and isinstance(m.payload, dict) and "requestState" in m.payload]
     assert len(states) == 3
-    from replay.driver import _AgentReplay, ReplayOptions
+    from wire_recorder.replay.driver import _AgentReplay, ReplayOptions
 
     class Verbatim(_AgentReplay):
         def _learn_values(self, live):  # keep the recorded values
@@ -146,7 +146,7 @@ def test_recorded_work_dir_becomes_the_live_one_in_served_answers(name, tmp_path
     """The recorded client's root was its work dir; replayed with --cwd elsewhere, the roots it
     re-serves (a roots/list answer, or inputResponses in a retry) name the live dir, and the
     server's echo of it still compares equal."""
-    from replay.driver import replay_session
+    from wire_recorder.replay.driver import replay_session
 
     live = tmp_path / "elsewhere"
     live.mkdir()
@@ -163,8 +163,8 @@ def test_cancelled_call_recorded_analysed_and_replayed_both_ways(tmp_path, mcp_p
     """mcp 2.3 client gives up on a slow call at its first progress: notifications/cancelled,
     which the server never answers; then another call. Recorded through the proxy, the views
     say `cancelled`; the recording replays against a fresh server and in front of the client."""
-    from analysis.sources import open_workspace
-    from recorder.store import open_store
+    from wire_recorder.analysis.sources import open_workspace
+    from wire_recorder.recorder.store import open_store
 
     sc = MCP_SCENARIOS["mcp_cancel"]
     db = str(tmp_path / "cancel.db")

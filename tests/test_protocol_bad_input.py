@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.store import open_store
+from wire_recorder.recorder.store import open_store
 from sample_sessions.acp_scenarios import AcpRun
 
 from proxy_support import BIN, WIRE_PROXY, stream_of

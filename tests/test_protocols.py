@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder import protocols
-from recorder.frames import Classifier
+from wire_recorder.recorder import protocols
+from wire_recorder.recorder.frames import Classifier
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,8 +94,7 @@ def test_foreign_and_batch_frames_are_flagged():
 
 
 def test_every_adapter_file_registers():
-    files = sorted(p.stem for p in (ROOT / "recorder" / "protocols").glob("*.py")
-                   if p.stem not in ("__init__", "base"))
+    files = sorted(p.parent.name for p in (ROOT / "recorder" / "protocols").glob("*/__init__.py"))
     assert sorted(protocols.names()) == files == ["acp", "mcp", "wire"]
     assert protocols.get("nonsense") is protocols.GENERIC
 
@@ -122,14 +121,14 @@ ADAPTER = Lsp()
 def test_a_fourth_protocol_is_one_new_file(tmp_path):
     """Copy the recorder, add recorder/protocols/lsp.py, and nothing else: detection,
     classification and replay's view of the recording pick it up."""
-    shutil.copytree(ROOT / "recorder", tmp_path / "recorder",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "replay", tmp_path / "replay", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "recorder" / "protocols" / "lsp.py").write_text(LSP_ADAPTER)
+    pkg = tmp_path / "wire_recorder"
+    shutil.copytree(ROOT / "recorder", pkg / "recorder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "replay", pkg / "replay", ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "recorder" / "protocols" / "lsp.py").write_text(LSP_ADAPTER)
     script = r'''
 import json
-from recorder.frames import Classifier
-from replay.recording import parse_msg, session_adapter
+from wire_recorder.recorder.frames import Classifier
+from wire_recorder.replay.recording import parse_msg, session_adapter
 c = Classifier()
 init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": 1}}).encode()
 c(init, "c2a")

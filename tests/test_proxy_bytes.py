@@ -11,10 +11,10 @@ import threading
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.loader import Ingest
-from recorder.relay import Pump
-from recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
-from recorder.store import open_store
+from wire_recorder.recorder.loader import Ingest
+from wire_recorder.recorder.relay import Pump
+from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+from wire_recorder.recorder.store import open_store
 
 from proxy_support import echo_agent_cmd, run_proxy, split_frames, stream_of, db_rows
 

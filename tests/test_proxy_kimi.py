@@ -9,8 +9,8 @@ import sys
 import orjson
 import pytest
 
-from recorder import wire_model
-from recorder.store import open_store
+from wire_recorder.recorder import wire_model
+from wire_recorder.recorder.store import open_store
 from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario
 
 from proxy_support import WIRE_PROXY, db_rows

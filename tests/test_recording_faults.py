@@ -11,9 +11,9 @@ import time
 import duckdb
 import pytest
 
-from recorder.loader import Ingest
-from recorder.relay import Pump
-from recorder.spool import C2A, SpoolReader, SpoolWriter
+from wire_recorder.recorder.loader import Ingest
+from wire_recorder.recorder.relay import Pump
+from wire_recorder.recorder.spool import C2A, SpoolReader, SpoolWriter
 
 from proxy_support import (WIRE_PROXY, children_of, db_rows, echo_agent_cmd, run_proxy,
                            stream_of, wait_until)
@@ -84,7 +84,7 @@ def test_sigkill_of_proxy_and_loader_is_recovered(tmp_path):
     p, sent = _proxy_with_pings(db, 300)
     time.sleep(0.15)
     for pid in children_of(p.pid):
-        if b"recorder.loader" in open(f"/proc/{pid}/cmdline", "rb").read():
+        if b"wire_recorder.recorder.loader" in open(f"/proc/{pid}/cmdline", "rb").read():
             os.kill(pid, signal.SIGKILL)
     p.send_signal(signal.SIGKILL)
     p.wait()

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from recorder.transcript import import_transcript
+from wire_recorder.recorder.transcript import import_transcript
 from replay_support import (SAMPLES, Agent, assert_one_line_error, cli_json, parallel,
                             record_scenario, run_cli, sample_names, scripts_with)
 from sample_sessions.scenarios import (SCENARIOS, check_scenario, msg_id, script, text,
@@ -147,7 +147,7 @@ def test_session_option_picks_one_session_of_several(tmp_path):
     with Agent("question", tmp_root=tmp_path) as agent:
         p = run_cli([db, *agent.cli_args()])
         assert_one_line_error(p, 2, "holds 2 sessions", "--session")
-        from recorder.store import open_store
+        from wire_recorder.recorder.store import open_store
 
         with open_store(str(db), read_only=True) as s:
             sid = [x["session_id"] for x in s.sessions() if x["name"] == "question"][0]

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from recorder.scripted_client import Approval, HookAnswer, Prompt, run_client
+from wire_recorder.recorder.scripted_client import Approval, HookAnswer, Prompt, run_client
 from replay_support import SAMPLES, WIRE_REPLAY, sample_names
 from sample_sessions.scenarios import SCENARIOS, check_scenario
 

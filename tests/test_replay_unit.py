@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.compare import canonical_order, diff_streams, make_items
-from replay.errors import ReplayInputError
-from replay.matchers import (DEFAULT_MATCH_ON, Request, RequestBook, fallback_answer,
+from wire_recorder.replay.compare import canonical_order, diff_streams, make_items
+from wire_recorder.replay.errors import ReplayInputError
+from wire_recorder.replay.matchers import (DEFAULT_MATCH_ON, Request, RequestBook, fallback_answer,
                              parse_match_on, rewrite_answer)
-from replay.normalize import IgnoreRule, Normalizer, environment_values
-from replay.recording import parse_msg, repair_order
+from wire_recorder.replay.normalize import IgnoreRule, Normalizer, environment_values
+from wire_recorder.replay.recording import parse_msg, repair_order
 
 
 def ev(type_, payload, t=0.0):
@@ -262,7 +262,7 @@ def test_order_repair_leaves_caused_frames_alone():
 
 
 def _acp(direction, obj, index):
-    from recorder import protocols
+    from wire_recorder.recorder import protocols
 
     m = parse_msg(orjson.dumps(obj), direction, adapter=protocols.get("acp"))
     m.index = index
@@ -279,8 +279,8 @@ def test_updates_after_a_cancel_may_be_cut_short_but_not_changed():
     """ACP: between session/cancel and the prompt's response the agent may stop anywhere; a
     final update present on one side only is tolerated, one present on both but different is
     still a divergence, and the same before the cancel is one too."""
-    from recorder import protocols
-    from replay.compare import cut_short
+    from wire_recorder.recorder import protocols
+    from wire_recorder.replay.compare import cut_short
 
     acp = protocols.get("acp")
     prompt = _acp("c2a", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",

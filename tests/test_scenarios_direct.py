@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from recorder.kimi_peer import KimiRun, PeerMissing, clean_env, find_kimi
-from recorder.scripted_client import ClientPlan, Prompt, run_client
+from wire_recorder.recorder.kimi_peer import KimiRun, PeerMissing, clean_env, find_kimi
+from wire_recorder.recorder.scripted_client import ClientPlan, Prompt, run_client
 from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario
 
 # scenario -> (agent request types in order, client answers in order, prompt statuses)

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from proxy_support import db_rows, echo_agent_cmd, run_proxy
-from recorder.errors import NotARecording, SchemaTooNew
-from recorder.store import (FRAMES_DDL, INLINE_MAX, META_DDL, SCHEMA_VERSION, SESSIONS_DDL,
+from wire_recorder.recorder.errors import NotARecording, SchemaTooNew
+from wire_recorder.recorder.store import (FRAMES_DDL, INLINE_MAX, META_DDL, SCHEMA_VERSION, SESSIONS_DDL,
                             open_store)
 
 BIN = Path(sys.executable).parent

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import wire_names
-from .base import Adapter
+from ... import wire_names
+from ..base import Adapter
 
 WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
 

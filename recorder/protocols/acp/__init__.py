@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Adapter, get_path
+from ..base import Adapter, get_path
 
 # methods the client calls on the agent (the SDK's AGENT_METHODS, schema 1.19) and its
 # notifications

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .acp import _q
-from .base import Adapter, get_path
+from ..acp import _q
+from ..base import Adapter, get_path
 
 PV_META = "io.modelcontextprotocol/protocolVersion"
 
