@@ -6,12 +6,14 @@ Nothing heavy is imported here: the agent must be running within tens of millise
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from . import __version__
@@ -82,14 +84,13 @@ def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
 
 
 def _start_loader(spool_path: str, note: _Notes):
-    env = dict(os.environ)
-    # The loader must find this package even when run from a source checkout.
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The loader runs in the interpreter that runs us, where wire_recorder is installed. (No
+    # PYTHONPATH of our own: the package's parent folder would put its `recorder`, `replay` and
+    # `analysis` on the path as top-level names.)
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "wire_recorder.recorder.loader", spool_path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             # Its own session: a Ctrl-C for the agent must not stop the recording mid-write.
             start_new_session=True,
         )
@@ -97,6 +98,20 @@ def _start_loader(spool_path: str, note: _Notes):
         note(f"cannot start the recorder process ({e.strerror}); the spool {spool_path} "
              f"keeps the session: run `wire-proxy recover {spool_path}` later", always=True)
         return None
+
+
+@contextlib.contextmanager
+def _signals_for_main_thread_only() -> Iterator[None]:
+    """Threads started inside block the forwarded signals (a new thread inherits its creator's
+    mask), so the kernel can only deliver them to the main thread. A signal delivered to a pump
+    thread would run no Python handler until the main thread's waitpid() returned, that is until
+    the agent exited by itself: SIGINT then seemed ignored. Nothing may be spawned inside, or the
+    child would start with the signals blocked."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def run_proxy(opts: ProxyOptions) -> int:
@@ -119,7 +134,8 @@ def run_proxy(opts: ProxyOptions) -> int:
         "host": socket.gethostname(),
         "quiet": opts.quiet,  # the loader's notes (protocol anomalies) follow -q too
     }
-    writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
+    with _signals_for_main_thread_only():
+        writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
     unrecorded = [0, 0]  # frames, bytes relayed while recording was off
 
     def recorder_for(stream: int):
@@ -195,8 +211,9 @@ def run_proxy(opts: ProxyOptions) -> int:
         Pump("stderr", proc.stderr.fileno(), 2, recorder_for(STDERR),
              on_eof=lambda: event("agent_stderr_eof")),
     ]
-    for p in pumps:
-        p.start()
+    with _signals_for_main_thread_only():
+        for p in pumps:
+            p.start()
 
     while True:
         try:

@@ -159,3 +159,38 @@ def test_spawn_happens_before_heavy_imports(tmp_path):
               "print('duckdb' in m, 'pydantic_core' in m)")
     res = run_proxy(["-q", "--db", db, "--", sys.executable, "-c", script])
     assert res.stdout == b"False False\n"
+
+
+def _blocked_signals(status: str) -> int:
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")),
+               16)
+
+
+def test_only_the_main_thread_takes_forwarded_signals(tmp_path):
+    """The kernel hands a process-directed signal to any thread that does not block it; if a
+    relay thread took it, the proxy's handler would wait for the agent to exit on its own. So
+    every thread but the main one blocks the forwarded signals (read from /proc, no timing)."""
+    db = str(tmp_path / "s.db")
+    p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", sys.executable, "-c", TRAP_AGENT],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"ready\n"  # every relay thread runs by now
+        tasks = os.listdir(f"/proc/{p.pid}/task")
+        assert len(tasks) >= 4, tasks  # main, spool writer, three pumps
+        wanted = sum(1 << (s - 1) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+        for tid in tasks:
+            with open(f"/proc/{p.pid}/task/{tid}/status") as f:
+                blocked = _blocked_signals(f.read())
+            if int(tid) == p.pid:
+                assert blocked & wanted == 0, f"main thread blocks {blocked:#x}"
+            else:
+                assert blocked & wanted == wanted, f"thread {tid} takes forwarded signals"
+        # and the agent itself was not started with them blocked
+        children = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+        agent = next(c for c in children if b"recorder.loader" not in
+                     open(f"/proc/{c}/cmdline", "rb").read())
+        with open(f"/proc/{agent}/status") as f:
+            assert _blocked_signals(f.read()) & wanted == 0
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
