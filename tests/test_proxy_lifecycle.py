@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from proxy_support import WIRE_PROXY, db_rows, run_proxy
 
 
