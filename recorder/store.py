@@ -154,6 +154,14 @@ def is_duckdb_file(path: str) -> bool:
         return False
 
 
+# Files are created in DuckDB 1.4's storage format so that every DuckDB >= 1.4 opens them (the
+# default of the DuckDB writing them may be newer than what the user's notebook or CLI reads). The
+# format is fixed when a file is created: a file that already exists keeps its own, so recordings
+# written before this setting keep loading, and a 1.4-format file stays readable by 1.4 after
+# newer DuckDBs append to it.
+STORAGE_COMPATIBILITY = "v1.4.0"
+
+
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     if read_only or os.path.exists(path):
         if not os.path.exists(path):
@@ -168,7 +176,9 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     if not read_only:
         _drop_if_empty(path)
     try:
-        return duckdb.connect(path, read_only=read_only)
+        if read_only:
+            return duckdb.connect(path, read_only=True)
+        return duckdb.connect(path, config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():
