@@ -8,15 +8,38 @@
 See docs/replay.md.
 """
 
-from .compare import Divergence
-from .driver import ReplayOptions, ReplayResult, replay_session
-from .errors import AgentStartError, ReplayInputError
-from .matchers import DEFAULT_MATCH_ON, MATCHERS, matcher
-from .normalize import DEFAULT_IGNORE, IgnoreRule
-from .recording import Recording, load
-from .report import render_json, render_junit, render_text, to_dict, write_report
-from .serve import serve_session
-from .update import change_summary, write_update
+from importlib import import_module
+from typing import Any
+
+# Imported on first use: the pytest plugin (replay.pytest_plugin, loaded by every pytest run in an
+# environment that has wire-recorder) imports this package, and must not pay for duckdb and the
+# replay engine until a test uses it.
+_EXPORTS = {
+    "Divergence": ".compare",
+    "ReplayOptions": ".driver", "ReplayResult": ".driver", "replay_session": ".driver",
+    "AgentStartError": ".errors", "ReplayInputError": ".errors",
+    "DEFAULT_MATCH_ON": ".matchers", "MATCHERS": ".matchers", "matcher": ".matchers",
+    "DEFAULT_IGNORE": ".normalize", "IgnoreRule": ".normalize",
+    "Recording": ".recording", "load": ".recording",
+    "render_json": ".report", "render_junit": ".report", "render_text": ".report",
+    "to_dict": ".report", "write_report": ".report",
+    "serve_session": ".serve",
+    "change_summary": ".update", "write_update": ".update",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "DEFAULT_IGNORE", "DEFAULT_MATCH_ON", "MATCHERS", "AgentStartError", "Divergence",

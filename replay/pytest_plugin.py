@@ -21,8 +21,9 @@ A divergence fails the test with the replay report. Record modes, like pytest-re
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
