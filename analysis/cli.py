@@ -1,38 +1,20 @@
 """Command lines: thin typer wrappers over the library functions of this package.
 
-Every UserError becomes one line on stderr and a non-zero exit, never a traceback.
+The shared edge (recorder.edge) gives each its `--version`, its one-line errors with the exit
+code of their kind, and its quiet ends (closed pipe: 0; Ctrl-C: 130).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from typing import List, Optional
 
 import typer
 
-from wire_recorder.recorder.cli_edge import run_app
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.edge import entry
+from wire_recorder.recorder.errors import OutputError, UsageError
 
-
-def _guard(prog: str):
-    """A broken pipe (`wire-query ... | head`) ends the command quietly with exit 0. It is caught
-    here, inside the command, because click turns one that reaches it into exit 1. User errors
-    and Ctrl-C are the shared edge's (recorder.cli_edge.run_app)."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*a, **kw):
-            try:
-                return fn(*a, **kw)
-            except BrokenPipeError:
-                try:
-                    sys.stdout = open(os.devnull, "w")
-                except OSError:
-                    pass
-                raise typer.Exit(0)
-        return wrapper
-    return deco
+from .output import ExportFormat, OutputFormat, SummaryFormat
 
 
 def _app(help_text: str) -> typer.Typer:
@@ -41,30 +23,23 @@ def _app(help_text: str) -> typer.Typer:
                        context_settings={"help_option_names": ["-h", "--help"]})
 
 
-def _check_format(fmt: str, allowed) -> str:
-    if fmt not in allowed:
-        raise UserError(f"unknown format {fmt!r}", "use one of " + ", ".join(allowed))
-    return fmt
-
-
 # -- wire-query --------------------------------------------------------------------------------
 query_app = _app("Run SQL over recordings (files, globs, folders). The last argument is the SQL.")
 
 
 @query_app.command()
-@_guard("wire-query")
 def query_cmd(
-    args: List[str] = typer.Argument(..., metavar="DB... SQL",
+    args: list[str] = typer.Argument(..., metavar="DB... SQL",
                                      help="recordings (.db, globs, folders, .jsonl), then the SQL"),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, csv, json or markdown"),
+    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f",
+                                     help="table, csv, json or markdown"),
     max_cell: int = typer.Option(80, "--max-cell", help="shorten table cells to this width"),
 ):
-    from .output import FORMATS, render
+    from .output import render
     from .query import query
 
-    _check_format(fmt, FORMATS)
     if len(args) < 2:
-        raise UserError("give at least one recording and the SQL",
+        raise UsageError("give at least one recording and the SQL",
                         'e.g. wire-query "sessions/*.db" "select * from turns"')
     cols, rows = query(args[:-1], args[-1])
     if cols:
@@ -76,21 +51,20 @@ stats_app = _app("Summary of recordings: tokens, slowest tools, approval waits, 
 
 
 @stats_app.command()
-@_guard("wire-stats")
 def stats_cmd(
-    dbs: List[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
-    session: Optional[List[str]] = typer.Option(None, "--session", "-s",
+    dbs: list[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
+    session: list[str] | None = typer.Option(None, "--session", "-s",
                                                 help="only this session (id or prefix); repeatable"),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json"),
+    fmt: SummaryFormat = typer.Option(SummaryFormat.TABLE, "--format", "-f",
+                                      help="table or json"),
 ):
     from .sources import open_workspace
     from .stats import render_summary, summarize
 
-    _check_format(fmt, ("table", "json"))
     with open_workspace(dbs) as ws:
         ids = [ws.resolve_session(s) for s in session] if session else None
         summary = summarize(ws, ids)
-    if fmt == "json":
+    if fmt is SummaryFormat.JSON:
         import orjson
 
         sys.stdout.write(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -98,12 +72,8 @@ def stats_cmd(
         render_summary(summary)
 
 
-def query_main() -> None:
-    run_app(query_app, "wire-query")
-
-
-def stats_main() -> None:
-    run_app(stats_app, "wire-stats")
+query_main = entry(query_app, "wire-query")
+stats_main = entry(stats_app, "wire-stats")
 
 
 # -- wire-show ---------------------------------------------------------------------------------
@@ -111,13 +81,12 @@ show_app = _app("A session as a timeline: turns, steps, text, tool calls, approv
 
 
 @show_app.command()
-@_guard("wire-show")
 def show_cmd(
     db: str = typer.Argument(..., metavar="DB", help="a recording (.db) or a transcript (.jsonl)"),
-    session: Optional[str] = typer.Option(None, "--session", "-s", help="session id or prefix"),
+    session: str | None = typer.Option(None, "--session", "-s", help="session id or prefix"),
     follow: bool = typer.Option(False, "--follow", "-F",
                                 help="tail a session that is still being recorded"),
-    html_out: Optional[str] = typer.Option(None, "--html", help="write a self-contained HTML "
+    html_out: str | None = typer.Option(None, "--html", help="write a self-contained HTML "
                                            "report (timeline and token chart) to this file"),
     width: int = typer.Option(100, "--width", help="shorten text, arguments and outputs to this"),
     no_text: bool = typer.Option(False, "--no-text", help="hide text and thinking"),
@@ -147,7 +116,7 @@ def show_cmd(
                 with open(html_out, "w", encoding="utf-8") as f:
                     f.write(page)
             except OSError as e:
-                raise UserError(f"cannot write {html_out}: {e.strerror}") from None
+                raise OutputError(f"cannot write {html_out}: {e.strerror}") from None
             sys.stderr.write(f"wire-show: wrote {html_out} ({len(page):,} bytes)\n")
             return
         from .export import _frames, _session_row
@@ -161,11 +130,10 @@ import_app = _app("Import transcripts (.jsonl) and kimi session logs (wire.jsonl
 
 
 @import_app.command()
-@_guard("wire-import")
 def import_cmd(
-    inputs: List[str] = typer.Argument(..., metavar="FILE...", help="transcripts, kimi wire.jsonl "
+    inputs: list[str] = typer.Argument(..., metavar="FILE...", help="transcripts, kimi wire.jsonl "
                                        "files, kimi session folders, globs"),
-    db: Optional[str] = typer.Option(None, "--db", help="the DB to write (default: FILE.db for "
+    db: str | None = typer.Option(None, "--db", help="the DB to write (default: FILE.db for "
                                      "a single FILE)"),
     replace: bool = typer.Option(False, "--replace", help="overwrite sessions already in the DB"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
@@ -175,13 +143,19 @@ def import_cmd(
     paths = expand_import_inputs(inputs)
     if db is None:
         if len(paths) != 1:
-            raise UserError(f"{len(paths)} files to import: say where with --db X.db")
+            raise UsageError(f"{len(paths)} files to import: say where with --db X.db")
         db = os.path.splitext(paths[0])[0] + ".db"
     total = sum(os.path.getsize(p) for p in paths)
     if quiet or len(paths) < 2 and total < (8 << 20):
         results = import_files(paths, db, replace=replace)
     else:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         with Progress(TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
@@ -199,24 +173,22 @@ export_app = _app("Export sessions: text transcript, JSONL, or Parquet partition
 
 
 @export_app.command()
-@_guard("wire-export")
 def export_cmd(
-    dbs: List[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
-    fmt: str = typer.Option("transcript", "--format", "-f",
-                            help="transcript (default), jsonl or parquet"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="output file (transcript, "
+    dbs: list[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
+    fmt: ExportFormat = typer.Option(ExportFormat.TRANSCRIPT, "--format", "-f",
+                                     help="transcript (default), jsonl or parquet"),
+    out: str | None = typer.Option(None, "--out", "-o", help="output file (transcript, "
                                       "jsonl; default stdout) or folder (parquet, required)"),
-    session: Optional[List[str]] = typer.Option(None, "--session", "-s", help="session id or "
+    session: list[str] | None = typer.Option(None, "--session", "-s", help="session id or "
                                                 "prefix; repeatable (parquet: default all)"),
 ):
     from .export import export_parquet, write_jsonl, write_transcript
     from .sources import open_workspace
 
-    _check_format(fmt, ("transcript", "jsonl", "parquet"))
     with open_workspace(dbs, materialize=False) as ws:
-        if fmt == "parquet":
+        if fmt is ExportFormat.PARQUET:
             if not out:
-                raise UserError("--format parquet needs --out FOLDER")
+                raise UsageError("--format parquet needs --out FOLDER")
             ids = [ws.resolve_session(s) for s in session] if session else ws.session_ids()
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -228,28 +200,21 @@ def export_cmd(
                              f"{out}/sessions (partitioned by day)\n")
             return
         if session and len(session) > 1:
-            raise UserError(f"--format {fmt} writes one session", "give one --session")
+            raise UsageError(f"--format {fmt.value} writes one session", "give one --session")
         sid = ws.resolve_session(session[0] if session else None)
-        writer = write_transcript if fmt == "transcript" else write_jsonl
+        writer = write_transcript if fmt is ExportFormat.TRANSCRIPT else write_jsonl
         if out and out != "-":
             try:
                 with open(out, "wb") as f:
                     n = writer(ws, sid, f)
             except OSError as e:
-                raise UserError(f"cannot write {out}: {e.strerror}") from None
+                raise OutputError(f"cannot write {out}: {e.strerror}") from None
             sys.stderr.write(f"wire-export: session {sid}, {n:,} frames into {out}\n")
         else:
             writer(ws, sid, sys.stdout.buffer)
             sys.stdout.flush()
 
 
-def show_main() -> None:
-    run_app(show_app, "wire-show")
-
-
-def import_main() -> None:
-    run_app(import_app, "wire-import")
-
-
-def export_main() -> None:
-    run_app(export_app, "wire-export")
+show_main = entry(show_app, "wire-show")
+import_main = entry(import_app, "wire-import")
+export_main = entry(export_app, "wire-export")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import orjson
 
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.errors import OutputError, UserError
 from wire_recorder.recorder.frames import COLUMNS, PAYLOAD_MAX, Frame
 from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
 from wire_recorder.recorder.transcript import write_session
@@ -24,15 +24,11 @@ from wire_recorder.recorder.transcript import write_session
 from .sources import Workspace, _sql_str
 
 
-class ExportError(UserError):
-    pass
-
-
 def _session_row(ws: Workspace, sid: str) -> dict:
     cur = ws.con.execute(f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE session_id = ?",
                          [sid])
-    row = cur.fetchone()
-    return dict(zip(SESSION_COLUMNS, row))
+    row = cur.fetchall()[0]  # the session was resolved: it is there
+    return dict(zip(SESSION_COLUMNS, row, strict=True))
 
 
 def _frames(ws: Workspace, sid: str) -> list[Frame]:
@@ -46,12 +42,12 @@ def _frames(ws: Workspace, sid: str) -> list[Frame]:
 
 def _source_file(ws: Workspace, sid: str) -> str:
     return ws.con.execute("SELECT source_file FROM sessions WHERE session_id = ?",
-                          [sid]).fetchone()[0]
+                          [sid]).fetchall()[0][0]
 
 
 def _has_blobs(ws: Workspace, sid: str) -> bool:
     return ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ? AND "
-                          "blob_offset IS NOT NULL", [sid]).fetchone()[0] > 0
+                          "blob_offset IS NOT NULL", [sid]).fetchall()[0][0] > 0
 
 
 def _copy_frames_with_blobs(ws: Workspace, sid: str, fpath: str) -> None:
@@ -116,7 +112,7 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
     for sid in session_ids:
         day = ws.con.execute(
             "SELECT strftime(coalesce(started_at, TIMESTAMP '1970-01-01'), '%Y-%m-%d') "
-            "FROM sessions WHERE session_id = ?", [sid]).fetchone()[0]
+            "FROM sessions WHERE session_id = ?", [sid]).fetchall()[0][0]
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)
         fdir = os.path.join(out_dir, "frames", f"day={day}")
         sdir = os.path.join(out_dir, "sessions", f"day={day}")
@@ -136,7 +132,7 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
         except UserError:
             raise
         except Exception as e:  # disk full, permissions: one line
-            raise ExportError(f"cannot write {fpath}: {str(e).splitlines()[0]}") from None
+            raise OutputError(f"cannot write {fpath}: {str(e).splitlines()[0]}") from None
         written.append(fpath)
         if progress:
             progress(sid)

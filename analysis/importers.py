@@ -13,21 +13,17 @@ from __future__ import annotations
 import datetime as _dt
 import glob
 import os
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.errors import NoRecordings, NotARecording, TranscriptError
 from wire_recorder.recorder.frames import Frame, classify
-from wire_recorder.recorder.transcript import TranscriptError, read_transcript, store_session
 from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.transcript import read_transcript, store_session
 
 KIMI_SOURCE = "kimi-wire-jsonl"
 REQUEST_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
-
-
-class ImportError_(UserError):
-    pass
 
 
 def _first_line(path: str) -> bytes:
@@ -35,24 +31,24 @@ def _first_line(path: str) -> bytes:
         with open(path, "rb") as f:
             return f.readline(1 << 20)
     except OSError as e:
-        raise ImportError_(f"cannot read {path}: {e.strerror}") from None
+        raise TranscriptError(f"cannot read {path}: {e.strerror}") from None
 
 
 def detect(path: str) -> str:
     """'transcript' or 'kimi'; anything else is a user error."""
     head = _first_line(path).strip()
     if not head:
-        raise ImportError_(f"{path} is empty")
+        raise TranscriptError(f"{path} is empty")
     try:
         obj = orjson.loads(head)
     except orjson.JSONDecodeError:
-        raise ImportError_(f"{path} line 1: not JSON",
+        raise TranscriptError(f"{path} line 1: not JSON",
                            "expected a wire-recorder transcript or a kimi wire.jsonl") from None
     if isinstance(obj, dict) and "wire_transcript" in obj:
         return "transcript"
     if isinstance(obj, dict) and (obj.get("type") == "metadata" or "message" in obj):
         return "kimi"
-    raise ImportError_(f"{path} line 1: neither a wire-recorder transcript nor a kimi wire.jsonl",
+    raise TranscriptError(f"{path} line 1: neither a wire-recorder transcript nor a kimi wire.jsonl",
                        'a transcript starts with {"wire_transcript":1,...}, a kimi log with '
                        '{"type": "metadata", ...}')
 
@@ -77,12 +73,12 @@ def kimi_frame_bytes(record_type: str, payload) -> bytes:
 
 
 def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, list[Frame]]:
-    """A kimi `wire.jsonl` as a session and its frames. Raises ImportError_ on a bad line."""
+    """A kimi `wire.jsonl` as a session and its frames. Raises TranscriptError on a bad line."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise ImportError_(f"cannot read {path}: {e.strerror}") from None
+        raise TranscriptError(f"cannot read {path}: {e.strerror}") from None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -97,10 +93,10 @@ def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, 
             rec = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             cut = "" if lineno < len(lines) or data.endswith(b"\n") else " (the file ends mid-line: truncated?)"
-            raise ImportError_(f"{path} line {lineno}: not valid JSON{cut}: {e}",
+            raise TranscriptError(f"{path} line {lineno}: not valid JSON{cut}: {e}",
                                "fix or remove that line") from None
         if not isinstance(rec, dict):
-            raise ImportError_(f"{path} line {lineno}: not a JSON object")
+            raise TranscriptError(f"{path} line {lineno}: not a JSON object")
         if rec.get("type") == "metadata":
             protocol_version = rec.get("protocol_version")
             continue
@@ -108,18 +104,18 @@ def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, 
         ts = rec.get("timestamp")
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str) or \
                 not isinstance(ts, (int, float)):
-            raise ImportError_(f"{path} line {lineno}: not a kimi wire record",
+            raise TranscriptError(f"{path} line {lineno}: not a kimi wire record",
                                'expected {"timestamp": ..., "message": {"type": ..., "payload": ...}}')
         ns = int(round(ts * 1e9))
         if first_ns is None:
             first_ns = ns
         raw = kimi_frame_bytes(msg["type"], msg.get("payload"))
         ex = classify(raw, "a2c", "wire")
-        wall = _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).replace(tzinfo=None)
+        wall = _dt.datetime.fromtimestamp(ts, _dt.UTC).replace(tzinfo=None)
         frames.append(Frame(sid, len(frames) + 1, wall, ns, "a2c", raw, True, len(raw), ex.kind,
                             ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error, ex.known))
     started = frames[0].ts if frames else _dt.datetime.fromtimestamp(
-        os.path.getmtime(path), _dt.timezone.utc).replace(tzinfo=None)
+        os.path.getmtime(path), _dt.UTC).replace(tzinfo=None)
     session = {
         "session_id": sid,
         "started_at": started,
@@ -154,7 +150,7 @@ def expand_import_inputs(specs: list[str]) -> list[str]:
         if set("*?[") & set(spec):
             hits = sorted(glob.glob(spec, recursive=True))
             if not hits:
-                raise ImportError_(f"no files match {spec}")
+                raise NoRecordings(f"no files match {spec}")
             out.extend(h for h in hits if os.path.isfile(h))
         elif os.path.isdir(spec):
             own = os.path.join(spec, "wire.jsonl")
@@ -165,10 +161,10 @@ def expand_import_inputs(specs: list[str]) -> list[str]:
                     if os.sep + "subagents" + os.sep not in h
                     and os.path.basename(h) not in ("context.jsonl",)]
             if not hits:
-                raise ImportError_(f"{spec} holds no .jsonl files to import")
+                raise NoRecordings(f"{spec} holds no .jsonl files to import")
             out.extend(hits)
         elif not os.path.exists(spec):
-            raise ImportError_(f"{spec}: no such file")
+            raise NotARecording(f"{spec}: no such file")
         else:
             out.append(spec)
     return out

@@ -7,9 +7,36 @@ import datetime as _dt
 import decimal
 import io
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
 
-FORMATS = ("table", "csv", "json", "markdown")
+
+class OutputFormat(StrEnum):
+    """wire-query --format."""
+
+    TABLE = "table"  # rich table, for people
+    CSV = "csv"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class SummaryFormat(StrEnum):
+    """wire-stats --format."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+class ExportFormat(StrEnum):
+    """wire-export --format."""
+
+    TRANSCRIPT = "transcript"  # the text transcript (.jsonl) wire-replay and wire-import read
+    JSONL = "jsonl"  # one frame per line, payload parsed
+    PARQUET = "parquet"  # a folder, partitioned by day
+
+
+FORMATS = tuple(f.value for f in OutputFormat)
 
 
 def console(**kw):
@@ -60,7 +87,7 @@ def cell(v: Any, width: int | None = None) -> str:
     return s
 
 
-def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
+def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = OutputFormat.TABLE,
            out=None, title: str | None = None, max_cell: int = 80) -> None:
     out = out or sys.stdout
     if fmt == "csv":
@@ -74,7 +101,7 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "ta
     if fmt == "json":
         import orjson
 
-        data = [dict(zip(columns, (plain(v) for v in r))) for r in rows]
+        data = [dict(zip(columns, (plain(v) for v in r), strict=True)) for r in rows]
         out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     if fmt == "markdown":

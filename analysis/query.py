@@ -6,13 +6,9 @@ import re
 
 import duckdb
 
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.errors import QueryError
 
 from .sources import Workspace, open_workspace
-
-
-class QueryError(UserError):
-    pass
 
 
 def run_sql(ws: Workspace, sql: str) -> tuple[list[str], list[tuple]]:

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from wire_recorder.recorder.errors import NotARecording, SchemaTooNew, UserError
+from wire_recorder.recorder.errors import (
+    DBLocked,
+    NoRecordings,
+    NotARecording,
+    SchemaTooNew,
+    UserError,
+)
 from wire_recorder.recorder.frames import COLUMNS
 from wire_recorder.recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
                             is_duckdb_file)
@@ -26,14 +32,6 @@ from wire_recorder.recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERS
 from .views import install_views
 
 GLOB_CHARS = set("*?[")
-
-
-class NoRecordings(UserError):
-    pass
-
-
-class DBInUse(UserError):
-    pass
 
 
 @dataclass
@@ -131,9 +129,9 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     except duckdb.Error as e:
         msg = str(e)
         if "lock" in msg.lower():
-            raise DBInUse(f"{path} is in use by another process (still recording?)",
-                          "wait for the session to end, or follow it live with "
-                          "wire-show --follow") from None
+            raise DBLocked(f"{path} is in use by another process (still recording?)",
+                           "wait for the session to end, or follow it live with "
+                           "wire-show --follow") from None
         first = msg.splitlines()[0] if msg else type(e).__name__
         raise NotARecording(f"cannot open {path}: {first}") from None
     try:

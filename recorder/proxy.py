@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from . import __version__
-from .errors import AgentStartError, UserError
+from .edge import PROXY, say
+from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 from .relay import Pump
 from .spool import A2C, C2A, STDERR, SpoolWriter
@@ -49,10 +50,7 @@ class _Notes:
 
     def __call__(self, msg: str, *, always: bool = False) -> None:
         if always or not self.quiet:
-            try:
-                os.write(2, f"wire-proxy: {msg}\n".encode(errors="replace"))
-            except OSError:
-                pass
+            say(PROXY, msg)
 
 
 def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
@@ -96,7 +94,7 @@ def _start_loader(spool_path: str, note: _Notes):
         )
     except OSError as e:
         note(f"cannot start the recorder process ({e.strerror}); the spool {spool_path} "
-             f"keeps the session: run `wire-proxy recover {spool_path}` later", always=True)
+             f"keeps the session: run `{PROXY} recover {spool_path}` later", always=True)
         return None
 
 
@@ -116,7 +114,7 @@ def _signals_for_main_thread_only() -> Iterator[None]:
 
 def run_proxy(opts: ProxyOptions) -> int:
     if not opts.command:
-        raise UserError("no agent command given", "usage: wire-proxy [OPTIONS] -- CMD [ARGS...]")
+        raise UsageError("no agent command given", f"usage: {PROXY} [OPTIONS] -- CMD [ARGS...]")
     note = _Notes(opts.quiet)
     session_id = new_session_id()
     mono_start = time.monotonic_ns()
@@ -189,6 +187,8 @@ def run_proxy(opts: ProxyOptions) -> int:
         if writer is not None:
             writer.event(name, **data)
 
+    # all three are pipes (Popen above): never None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     agent_stdin = proc.stdin
 
     def client_eof():

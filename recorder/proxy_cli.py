@@ -6,11 +6,10 @@ spawned within 100 ms of the proxy's start. Every other command uses typer.
 
 from __future__ import annotations
 
-import os
 import sys
 
-from . import __version__
-from .errors import UserError
+from .edge import PROXY, entry, version_line
+from .errors import UsageError
 
 USAGE = """\
 usage: wire-proxy [OPTIONS] -- CMD [ARGS...]
@@ -56,7 +55,7 @@ def parse_args(argv: list[str]):
                 value = inline
             else:
                 if i + 1 >= len(argv):
-                    raise UserError(f"option {name} needs a value", "see wire-proxy --help")
+                    raise UsageError(f"option {name} needs a value", f"see {PROXY} --help")
                 i += 1
                 value = argv[i]
             if name == "--db":
@@ -66,20 +65,20 @@ def parse_args(argv: list[str]):
             elif name == "--tag":
                 key, sep, val = value.partition("=")
                 if not sep or not key:
-                    raise UserError(f"--tag {value!r} is not KEY=VALUE", "e.g. --tag team=ide")
+                    raise UsageError(f"--tag {value!r} is not KEY=VALUE", "e.g. --tag team=ide")
                 opts.tags[key] = val
             elif name == "--protocol":
                 from . import protocols  # name sets only: cheap for the relay process
 
                 if value not in protocols.names():
-                    raise UserError(f"unknown protocol {value!r}",
+                    raise UsageError(f"unknown protocol {value!r}",
                                     f"use one of {', '.join(protocols.names())}")
                 opts.protocol = value
             elif name == "--wait":
                 try:
                     opts.loader_wait_s = float(value)
                 except ValueError:
-                    raise UserError(f"--wait {value!r} is not a number of seconds") from None
+                    raise UsageError(f"--wait {value!r} is not a number of seconds") from None
         elif arg in ("-q", "--quiet"):
             opts.quiet = True
         elif arg == "--no-record":
@@ -89,36 +88,33 @@ def parse_args(argv: list[str]):
         elif arg == "--version":
             return "version"
         else:
-            raise UserError(f"unknown option {arg}", "see wire-proxy --help")
+            raise UsageError(f"unknown option {arg}", f"see {PROXY} --help")
         i += 1
     if not opts.command:
-        raise UserError("no agent command given", "usage: wire-proxy [OPTIONS] -- CMD [ARGS...]")
+        raise UsageError("no agent command given", f"usage: {PROXY} [OPTIONS] -- CMD [ARGS...]")
     return opts
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        if argv and argv[0] == "recover":
-            from .recover import recover_paths
+def run(argv: list[str]) -> int:
+    if argv and argv[0] == "recover":
+        from .recover import recover_paths
 
-            if len(argv) < 2:
-                raise UserError("recover needs a .db or .spool path", "wire-proxy recover PATH")
-            return recover_paths(argv[1:])
-        parsed = parse_args(argv)
-        if parsed == "help":
-            sys.stdout.write(USAGE)
-            return 0
-        if parsed == "version":
-            sys.stdout.write(f"wire-proxy {__version__}\n")
-            return 0
-        from .proxy import run_proxy
+        if len(argv) < 2:
+            raise UsageError("recover needs a .db or .spool path", f"{PROXY} recover PATH")
+        return recover_paths(argv[1:])
+    parsed = parse_args(argv)
+    if parsed == "help":
+        sys.stdout.write(USAGE)
+        return 0
+    if parsed == "version":
+        sys.stdout.write(version_line(PROXY))
+        return 0
+    from .proxy import run_proxy
 
-        return run_proxy(parsed)
-    except UserError as e:
-        os.write(2, f"wire-proxy: {e.one_line()}\n".encode(errors="replace"))
-        return e.exit_code
+    return run_proxy(parsed)
 
+
+main = entry(run, PROXY)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,9 +14,11 @@ import collections
 import json
 import os
 import struct
-import sys
 import threading
 import time
+
+from .edge import PROXY, say
+from .errors import SpoolError
 
 MAGIC = b"WIRESPOOL1\n"
 REC = struct.Struct("<BxxxIQq")  # stream, length, mono_ns, wall_ns
@@ -145,7 +147,7 @@ class SpoolWriter:
                 chunks += 1
         if self._unwritten:
             # The disk failed earlier and works again: say in the spool what is missing.
-            c, b, f = map(sum, zip(*self._unwritten))
+            c, b, f = map(sum, zip(*self._unwritten, strict=True))
             gap = _event_bytes("recording_gap", stream="all", chunks=c, bytes=b, frames=f,
                                reason=f"spool write failed: {self.write_error}")
             parts.insert(0, gap)
@@ -156,8 +158,8 @@ class SpoolWriter:
         except OSError as e:
             # A frame that cannot be recorded is counted and reported, never silently dropped.
             if self.write_error is None:
-                sys.stderr.write(f"wire-proxy: cannot write the recording ({e.strerror}); "
-                                 "relaying continues, lost frames are counted\n")
+                say(PROXY, f"cannot write the recording ({e.strerror}); "
+                           "relaying continues, lost frames are counted")
             self.write_error = e.strerror or str(e)
             # Counting newlines holds the GIL (~1 GB/s): only on this rare path, never per batch.
             frames = sum(p.count(b"\n") for p in parts[1::2])
@@ -203,10 +205,6 @@ class SpoolRecord:
         self.mono_ns = mono_ns
         self.wall_ns = wall_ns
         self.data = data
-
-
-class SpoolError(Exception):
-    pass
 
 
 class SpoolReader:

@@ -18,6 +18,7 @@ _EXPORTS = {
     "Divergence": ".compare",
     "ReplayOptions": ".driver", "ReplayResult": ".driver", "replay_session": ".driver",
     "AgentStartError": ".errors", "ReplayInputError": ".errors",
+    "Mode": ".options", "OnUnmatched": ".options", "RecordMode": ".options",
     "DEFAULT_MATCH_ON": ".matchers", "MATCHERS": ".matchers", "matcher": ".matchers",
     "DEFAULT_IGNORE": ".normalize", "IgnoreRule": ".normalize",
     "Recording": ".recording", "load": ".recording",
@@ -43,7 +44,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "DEFAULT_IGNORE", "DEFAULT_MATCH_ON", "MATCHERS", "AgentStartError", "Divergence",
-    "IgnoreRule", "Recording", "ReplayInputError", "ReplayOptions", "ReplayResult", "change_summary",
+    "IgnoreRule", "Mode", "OnUnmatched", "RecordMode", "Recording", "ReplayInputError",
+    "ReplayOptions", "ReplayResult", "change_summary",
     "load", "matcher", "render_json", "render_junit", "render_text", "replay_session",
     "serve_session", "to_dict", "write_report", "write_update",
 ]

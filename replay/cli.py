@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from collections.abc import Sequence
 
 import typer
 
-from wire_recorder.recorder.cli_edge import run_app
+from wire_recorder.recorder.edge import entry, say
+from wire_recorder.recorder.errors import UsageError
 
 from .driver import ReplayOptions, replay_session
-from .errors import ReplayInputError
 from .normalize import IgnoreRule
+from .options import Mode, OnUnmatched
+
+PROG = "wire-replay"
 
 HELP = """Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests.
 
@@ -32,10 +35,9 @@ Client under test (--serve): act as the recorded agent (MCP: server) on stdin/st
 
 For MCP, "agent" is the server. See docs/protocols.md for what changes per protocol.
 
-Exit codes: 0 the run matches the recording, 1 it diverged, 2 bad input or usage.
+Exit codes: 0 the run matches the recording, 1 it diverged, 2 bad input or usage, 127 the agent
+command cannot start.
 """
-
-_agent_cmd: list[str] = []
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
@@ -43,66 +45,66 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
     for it in items:
         k, sep, v = it.partition("=")
         if not sep or not k:
-            raise ReplayInputError(f"--env {it!r} is not KEY=VALUE")
+            raise UsageError(f"--env {it!r} is not KEY=VALUE")
         env[k] = v
     return env
 
 
-def _err(msg: str) -> None:
-    try:
-        os.write(2, f"wire-replay: {msg}\n".encode(errors="replace"))
-    except OSError:
-        pass
+app = typer.Typer(add_completion=False, help=HELP, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
+@app.command(help=HELP)
 def command(
     session_file: str = typer.Argument(..., metavar="SESSION", help="a .db written by wire-proxy, or a .jsonl transcript"),
-    session: Optional[str] = typer.Option(None, "--session", "-s", help="session id (or unique prefix) in a file holding several"),
+    agent: list[str] | None = typer.Argument(None, metavar="AGENT_CMD", help="after --: the agent to run (default: the recorded command in the recorded cwd)", show_default=False),
+    session: str | None = typer.Option(None, "--session", "-s", help="session id (or unique prefix) in a file holding several"),
     serve: bool = typer.Option(False, "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
     update: bool = typer.Option(False, "--update", help="re-record the session against the current agent and summarise what changed"),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="with --update: write here instead of over SESSION"),
-    match_on: Optional[str] = typer.Option(None, "--match-on", help="matchers, comma separated (default: the protocol's; Wire: method,type,approval,tool_call,question,hook,other; ACP and MCP: method,payload; '+,NAME' adds to it)"),
-    ignore: List[str] = typer.Option([], "--ignore", help="[TYPE:]dotted.path to ignore when comparing (repeatable; * and ** wildcards)"),
+    output: str | None = typer.Option(None, "--output", "-o", help="with --update: write here instead of over SESSION"),
+    match_on: str | None = typer.Option(None, "--match-on", help="matchers, comma separated (default: the protocol's; Wire: method,type,approval,tool_call,question,hook,other; ACP and MCP: method,payload; '+,NAME' adds to it)"),
+    ignore: list[str] = typer.Option([], "--ignore", help="[TYPE:]dotted.path to ignore when comparing (repeatable; * and ** wildcards)"),
     no_default_ignores: bool = typer.Option(False, "--no-default-ignores", help="compare the volatile fields too"),
-    on_unmatched: str = typer.Option("fail", "--on-unmatched", help="an agent request with no recorded match: fail | reject | error"),
+    on_unmatched: OnUnmatched = typer.Option(OnUnmatched.FAIL, "--on-unmatched", help="an agent request with no recorded match: stop the replay (fail), or answer it with a rejection (reject) or a JSON-RPC error (error) and go on"),
     speed: float = typer.Option(0.0, "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
     frame_timeout: float = typer.Option(30.0, "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds for the whole run"),
-    cwd: Optional[str] = typer.Option(None, "--cwd", help="work dir for the agent (default: current dir; recorded cwd with the recorded command)"),
-    env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
-    origin: List[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
-    report: Optional[str] = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
+    cwd: str | None = typer.Option(None, "--cwd", help="work dir for the agent (default: current dir; recorded cwd with the recorded command)"),
+    env: list[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
+    origin: list[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
+    report: str | None = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON report instead of text (stderr with --serve)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),
 ) -> int:
-    # user errors and Ctrl-C become one line at the shared CLI edge (recorder.cli_edge)
-    return _run(session_file, session, serve, update, output, match_on, ignore,
-                no_default_ignores, on_unmatched, speed, frame_timeout, timeout, cwd, env,
-                report, as_json, quiet, origin)
+    agent = list(agent or [])
+    if serve and (update or agent):
+        raise UsageError("--serve plays the agent itself: no agent command or --update with it")
+    mode = Mode.SERVE if serve else Mode.UPDATE if update else Mode.AGENT
+    opts = ReplayOptions(match_on=match_on.split(",") if match_on else None,
+                         ignore=[IgnoreRule.parse(i) for i in ignore],
+                         default_ignores=not no_default_ignores, on_unmatched=on_unmatched.value,
+                         speed=speed, frame_timeout=frame_timeout, timeout=timeout).validate()
+    return run(session_file, mode, opts, agent=agent, session=session, output=output, cwd=cwd,
+               env=_env_pairs(env), origin=origin, report=report, as_json=as_json, quiet=quiet)
 
 
-def _run(session_file, session, serve, update, output, match_on, ignore, no_default_ignores,
-         on_unmatched, speed, frame_timeout, timeout, cwd, env, report, as_json, quiet,
-         origin=()) -> int:
+def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[str] = (),
+        session: str | None = None, output: str | None = None, cwd: str | None = None,
+        env: dict[str, str] | None = None, origin: Sequence[str] = (),
+        report: str | None = None, as_json: bool = False, quiet: bool = False) -> int:
+    """wire-replay with its options parsed: replay, serve or update; print; the exit code."""
     from . import report as rp
     from .recording import load
 
-    opts = ReplayOptions(match_on=match_on.split(",") if match_on else None,
-                         ignore=[IgnoreRule.parse(i) for i in ignore],
-                         default_ignores=not no_default_ignores, on_unmatched=on_unmatched,
-                         speed=speed, frame_timeout=frame_timeout, timeout=timeout).validate()
-    if serve and (update or _agent_cmd):
-        raise ReplayInputError("--serve plays the agent itself: no agent command or --update with it")
-    if output and not update:
-        raise ReplayInputError("--output only goes with --update")
-    if origin and serve:
-        raise ReplayInputError("--origin only goes with an agent under test, not --serve")
+    if output and mode is not Mode.UPDATE:
+        raise UsageError("--output only goes with --update")
+    if origin and mode is Mode.SERVE:
+        raise UsageError("--origin only goes with an agent under test, not --serve")
     for path in origin:
         if not os.path.isfile(path):
-            raise ReplayInputError(f"--origin {path}: no such file",
-                                   "give a .db or .jsonl recording")
+            raise UsageError(f"--origin {path}: no such file", "give a .db or .jsonl recording")
     rec = load(session_file, session)
-    if serve:
+    if mode is Mode.SERVE:
         from .serve import serve_session
 
         result = serve_session(rec, options=opts)
@@ -111,18 +113,19 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
         run_env = None
         if env:
             run_env = dict(os.environ)
-            run_env.update(_env_pairs(env))
-        result = replay_session(rec, _agent_cmd or None, env=run_env, cwd=cwd, options=opts,
+            run_env.update(env)
+        result = replay_session(rec, list(agent) or None, env=run_env, cwd=cwd, options=opts,
                                 origin_files=origin)
         out = sys.stdout
     if report:
         rp.write_report(report, result)
-    if update:
+    if mode is Mode.UPDATE:
         from .update import change_summary, write_update
 
         if result.stopped:
             sys.stdout.write(rp.render_text(result, color=sys.stdout.isatty()))
-            _err(f"not updated: the replay stopped early ({result.stopped})")
+            sys.stdout.flush()
+            say(PROG, f"not updated: the replay stopped early ({result.stopped})")
             return 1
         path = write_update(result, output)
         sys.stdout.write(change_summary(result, path))
@@ -131,7 +134,7 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
         out.write(rp.render_json(result).decode() + "\n")
     elif quiet:
         out.write(rp.title(result) + "\n")
-    elif serve:
+    elif mode is Mode.SERVE:
         if not result.ok:  # stdout is the protocol: the report goes to stderr
             sys.stderr.write(rp.render_text(result))
     else:
@@ -140,31 +143,13 @@ def _run(session_file, session, serve, update, output, match_on, ignore, no_defa
     return result.exit_code
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer(add_completion=False, help=HELP, rich_markup_mode=None,
-                      context_settings={"help_option_names": ["-h", "--help"]})
-    app.command(help=HELP)(command)
-    return app
+def _check_argv(argv: list[str]) -> None:
+    """click cannot tell `S.db --` from `S.db`: an empty agent command is caught here."""
+    if argv and argv[-1] == "--" and argv.count("--") == 1:
+        raise UsageError("nothing after --", "give the agent command, e.g. -- kimi --wire")
 
 
-def main(argv: list[str] | None = None) -> int:
-    global _agent_cmd
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # the agent command may carry its own options (--wire, -w …): cut it off before parsing
-    if "--" in argv:
-        i = argv.index("--")
-        argv, _agent_cmd = argv[:i], argv[i + 1:]
-        if not _agent_cmd:
-            _err("nothing after --: give the agent command, e.g. -- kimi --wire")
-            return 2
-    else:
-        _agent_cmd = []
-    try:
-        run_app(_app(), "wire-replay", argv)
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    return 0
-
+main = entry(app, PROG, check_argv=_check_argv)
 
 if __name__ == "__main__":
     sys.exit(main())

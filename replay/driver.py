@@ -25,12 +25,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError
+
 from .compare import Divergence, Position, cut_short, diff_streams, make_items
-from .errors import AgentStartError, ReplayInputError
 from .labels import describe
 from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
 from .normalize import (IgnoreRule, Normalizer, WorkDirRewrite, _json_inner, default_rules,
                         environment_values)
+from .options import OnUnmatched, values
 from .origins import find_origins
 from .recording import Msg, Recording, load, parse_msg
 
@@ -40,7 +42,7 @@ from .recording import Msg, Recording, load, parse_msg
 RACY_DELAY_CAP_S = 5.0
 HOLD_MAX_S = 5.0  # longest an answer waits for client frames recorded before it
 STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
-ON_UNMATCHED = ("fail", "reject", "error")
+ON_UNMATCHED = values(OnUnmatched)
 # divergence kinds that are differences in behaviour, as opposed to their symptoms (a timeout,
 # a recorded request left unused, frames not reached after a stop)
 CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"})
@@ -60,12 +62,12 @@ class ReplayOptions:
         if self.match_on is not None:
             self.match_on = parse_match_on(self.match_on)
         if self.on_unmatched not in ON_UNMATCHED:
-            raise ReplayInputError(f"--on-unmatched {self.on_unmatched!r} is not one of "
-                                   f"{', '.join(ON_UNMATCHED)}")
+            raise UsageError(f"--on-unmatched {self.on_unmatched!r} is not one of "
+                             f"{', '.join(ON_UNMATCHED)}")
         if self.speed < 0:
-            raise ReplayInputError("--speed must be 0 (as fast as possible) or positive")
+            raise UsageError("--speed must be 0 (as fast as possible) or positive")
         if self.frame_timeout <= 0 or self.timeout <= 0:
-            raise ReplayInputError("timeouts must be positive numbers of seconds")
+            raise UsageError("timeouts must be positive numbers of seconds")
         return self
 
     def rules(self, adapter) -> tuple[IgnoreRule, ...]:
@@ -173,17 +175,17 @@ def plan_steps(rec: Recording) -> list[_Step]:
 def check_command(argv: Sequence[str], cwd: str | None, recorded: bool) -> None:
     """Fail early, with the reason, when the agent cannot start."""
     if not argv:
-        raise AgentStartError("no agent command", "give one after --, e.g. wire-replay S.db -- kimi --wire")
+        raise UsageError("no agent command", "give one after --, e.g. wire-replay S.db -- kimi --wire")
     where = "the recorded work dir" if recorded else "the work dir"
     hint = "give the agent command after -- (and --cwd)" if recorded else None
     if cwd and not os.path.isdir(cwd):
-        raise AgentStartError(f"{where} {cwd} does not exist", hint)
+        raise InputError(f"{where} {cwd} does not exist", hint)
     if recorded:
         for a in argv[1:]:
             if a.startswith("/") and not os.path.exists(a) and not os.path.isdir(os.path.dirname(a)):
-                raise AgentStartError(f"the recorded agent command refers to {a}, which no longer "
-                                      f"exists", "give the agent command after -- "
-                                                 "(e.g. a fresh kimi config and scripts)")
+                raise InputError(f"the recorded agent command refers to {a}, which no longer "
+                                 f"exists", "give the agent command after -- "
+                                            "(e.g. a fresh kimi config and scripts)")
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen:
@@ -716,8 +718,8 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
     else:
         argv, run_cwd = rec.command, cwd or rec.cwd
         if not argv:
-            raise AgentStartError(f"session {rec.session_id} has no recorded agent command",
-                                  "give the agent command after --")
+            raise UsageError(f"session {rec.session_id} has no recorded agent command",
+                             "give the agent command after --")
         check_command(argv, run_cwd, recorded=cwd is None)
     found = find_origins(rec, origin_files)
     values: dict[bytes, bytes] = {}

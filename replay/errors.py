@@ -1,11 +1,9 @@
-"""Errors a wire-replay user can fix. The CLI edge prints `one_line()` and exits with exit_code."""
+"""wire-replay raises the shared kinds of recorder.errors (one hierarchy, one exit code per
+kind); this module only keeps the names replay's callers imported from here."""
 
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError, UserError
 
+# Any problem with the input of a replay: a usage error, a file or session it cannot use.
+ReplayInputError = UserError
 
-class ReplayInputError(UserError):
-    """The recording cannot be replayed: empty session, unusable transcript, bad option."""
-
-
-class AgentStartError(UserError):
-    """The agent command could not be started (not found, not executable, missing cwd)."""
+__all__ = ["AgentStartError", "InputError", "ReplayInputError", "UsageError", "UserError"]

@@ -23,7 +23,7 @@ import orjson
 
 from wire_recorder.recorder import protocols
 
-from .errors import ReplayInputError
+from wire_recorder.recorder.errors import UsageError
 from .labels import _short, field_diff
 from .normalize import canonical
 from .recording import Msg
@@ -145,7 +145,7 @@ def parse_match_on(spec: str | Sequence[str] | None,
         names = list(default) + names[1:]
     unknown = [n for n in names if n not in MATCHERS]
     if unknown or not names:
-        raise ReplayInputError(f"unknown matcher {', '.join(unknown) or '(none given)'}",
+        raise UsageError(f"unknown matcher {', '.join(unknown) or '(none given)'}",
                                f"known: {', '.join(MATCHERS)}")
     return tuple(dict.fromkeys(names))
 

@@ -24,7 +24,7 @@ import orjson
 
 from wire_recorder.recorder import protocols
 
-from .errors import ReplayInputError
+from wire_recorder.recorder.errors import UsageError
 from .recording import Msg
 
 IGNORED = "<ignored>"
@@ -44,7 +44,7 @@ class IgnoreRule:
         sel = sel.strip() if sel else None
         segs = tuple(s for s in path.strip().split("."))
         if not path.strip() or any(not s for s in segs):
-            raise ReplayInputError(f"--ignore {text!r} is not a path",
+            raise UsageError(f"--ignore {text!r} is not a path",
                                    "use [TYPE:]dotted.path, e.g. ApprovalRequest:params.payload.source_id")
         return cls(sel, segs, reason)
 

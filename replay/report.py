@@ -186,6 +186,6 @@ def write_report(path: str, r: ReplayResult) -> None:
         with open(path, "wb") as f:
             f.write(data)
     except OSError as e:
-        from .errors import ReplayInputError
+        from wire_recorder.recorder.errors import OutputError
 
-        raise ReplayInputError(f"cannot write the report {path}: {e.strerror}") from None
+        raise OutputError(f"cannot write the report {path}: {e.strerror}") from None

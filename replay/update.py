@@ -8,18 +8,18 @@ stay, so the new recording replaces the old one.
 
 from __future__ import annotations
 
-import time
 import os
 import tempfile
+import time
 
 import orjson
 
+from wire_recorder.recorder.errors import OutputError
 from wire_recorder.recorder.frames import Classifier, Extracted, Frame, wall_ts
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import frame_line, session_header, store_session
 
 from .driver import ReplayResult
-from .errors import ReplayInputError
 
 
 def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
@@ -79,7 +79,7 @@ def write_update(result: ReplayResult, output: str | None = None) -> str:
             with open_store(path) as store:
                 store_session(store, session, frames, "wire-replay", replace=True)
     except OSError as e:
-        raise ReplayInputError(f"cannot write the updated recording {path}: {e.strerror}") from None
+        raise OutputError(f"cannot write the updated recording {path}: {e.strerror}") from None
     return path
 
 

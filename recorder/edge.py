@@ -1,0 +1,154 @@
+"""The one CLI edge of every command.
+
+Every console script is `main = entry(app, PROG)`, where `app` is a typer.Typer holding one
+command or, for wire-proxy (which spawns its agent before typer and rich could be imported), a
+function `argv -> exit code`. The edge gives every command the same outside:
+
+- `--version` prints `PROG VERSION`;
+- a UserError is one line on stderr, `PROG: message (hint)`, and the exit code of its kind (the
+  table is in recorder.errors); a usage error found by the parser likewise, with exit 2;
+- the reader of stdout going away (`wire-query ... | head`) ends the command quietly, exit 0;
+- Ctrl-C ends it quietly, exit 130.
+
+`main(argv)` returns the exit code, so a command also runs in-process (tests, other tools).
+Nothing heavy is imported here: typer is imported only when a typer app runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import __version__
+from .errors import UsageError, UserError
+
+# The name wire-proxy signs its notes with; its loader process and `recover` speak as it too.
+PROXY = "wire-proxy"
+
+Main = Callable[..., int]
+
+
+def say(prog: str, message: str) -> None:
+    """One line on stderr: `PROG: message`. Written straight to fd 2 (no buffer to flush, safe
+    in the relay process and in threads) and never raises."""
+    try:
+        os.write(2, f"{prog}: {message}\n".encode(errors="replace"))
+    except OSError:
+        pass
+
+
+def version_line(prog: str) -> str:
+    return f"{prog} {__version__}\n"
+
+
+class _Interrupted(Exception):
+    """Ctrl-C inside a typer command, carried past click (which would print and exit itself)."""
+
+
+class _PipeClosed(Exception):
+    """The reader went away inside a typer command, carried past click (which exits 1)."""
+
+
+def entry(app: Any, prog: str,
+          check_argv: Callable[[list[str]], None] | None = None) -> Main:
+    """The console-script function for `app`. `check_argv` may look at the raw arguments first
+    and raise a UserError (e.g. wire-replay's `--` with nothing after it)."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        args = list(sys.argv[1:] if argv is None else argv)
+        try:
+            if check_argv is not None:
+                check_argv(args)
+            code = _run_typer(app, prog, args) if _is_typer(app) else int(app(args))
+            sys.stdout.flush()  # a reader gone by now is met here, not at interpreter exit
+            return code
+        except UserError as e:
+            say(prog, e.one_line())
+            return e.exit_code
+        except (KeyboardInterrupt, _Interrupted):
+            return 130
+        except (BrokenPipeError, _PipeClosed):
+            _silence_stdout()
+            return 0
+
+    main.__doc__ = f"`{prog}` as a console script: main(argv) -> exit code."
+    return main
+
+
+def _is_typer(app: Any) -> bool:
+    return hasattr(app, "registered_commands")
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so that what is still buffered is not flushed into a closed pipe
+    at exit (Python would print an error and exit 120)."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _click_exceptions() -> Any:
+    try:
+        from typer._click import exceptions  # typer >= 0.2x carries its own copy of click
+    except ImportError:
+        from click import exceptions  # type: ignore[no-redef]
+    return exceptions
+
+
+def _run_typer(app: Any, prog: str, args: list[str]) -> int:
+    import typer
+    from typer.main import get_command
+
+    info = app.registered_commands[0]  # one command per console script
+    if not getattr(info.callback, "_edged", False):
+        info.callback = _edged(info.callback, prog)
+    exc = _click_exceptions()
+    try:
+        rv = get_command(app).main(args=args, prog_name=prog, standalone_mode=False)
+    except exc.UsageError as e:
+        raise UsageError(e.format_message(), f"see {prog} --help") from None
+    except exc.ClickException as e:
+        say(prog, e.format_message())
+        return int(e.exit_code)
+    except typer.Exit as e:
+        return int(e.exit_code)
+    except typer.Abort:  # click's name for Ctrl-C or EOF at a prompt
+        return 130
+    return rv if isinstance(rv, int) else 0
+
+
+def _edged(fn: Callable[..., Any], prog: str) -> Callable[..., Any]:
+    """`fn` with a `--version` option, and Ctrl-C or a closed stdout carried past click."""
+    import typer
+
+    def show_version(value: bool) -> None:
+        if value:
+            sys.stdout.write(version_line(prog))
+            raise typer.Exit()
+
+    sig = inspect.signature(fn, eval_str=True)
+    version = inspect.Parameter(
+        "edge_version", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+        default=typer.Option(False, "--version", is_eager=True, callback=show_version,
+                             help="print the version and exit"))
+
+    @functools.wraps(fn)
+    def command(*args: Any, edge_version: bool = False, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+        except BrokenPipeError:
+            raise _PipeClosed() from None
+
+    command.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*sig.parameters.values(), version])
+    command._edged = True  # type: ignore[attr-defined]
+    return command
