@@ -14,6 +14,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -187,3 +188,18 @@ def test_plugin_in_an_unrelated_project_with_its_own_packages(venv, tmp_path):
     assert "3 passed" in out
     (plugins,) = [ln for ln in p.stdout.splitlines() if ln.startswith("plugins:")]
     assert "wire-recorder" in plugins
+
+
+def test_the_plugin_module_imports_nothing_heavy():
+    """pytest loads the plugin in every run of an environment that has wire-recorder: importing
+    it must not pull in duckdb, the CLI libraries or the replay engine."""
+    code = ("import json, sys; import wire_recorder.replay.pytest_plugin; "
+            "print(json.dumps(sorted(sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=clean_env())
+    assert p.returncode == 0, p.stderr
+    loaded = set(json.loads(p.stdout))
+    heavy = {"duckdb", "rich", "typer", "pydantic", "orjson"}
+    assert {m.split(".")[0] for m in loaded} & heavy == set()
+    assert sorted(m for m in loaded if m.startswith(NAMESPACE)) == [
+        NAMESPACE, f"{NAMESPACE}.replay", f"{NAMESPACE}.replay.pytest_plugin"]
