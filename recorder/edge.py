@@ -113,7 +113,9 @@ def _run_typer(app: Any, prog: str, args: list[str]) -> int:
     try:
         rv = get_command(app).main(args=args, prog_name=prog, standalone_mode=False)
     except exc.UsageError as e:
-        raise UsageError(e.format_message(), f"see {prog} --help") from None
+        # typer 0.29 words a bad choice "Value error, 'x' is not one of ...": the prefix says nothing
+        message = e.format_message().replace("Value error, ", "")
+        raise UsageError(message, f"see {prog} --help") from None
     except exc.ClickException as e:
         say(prog, e.format_message())
         return int(e.exit_code)

@@ -27,7 +27,9 @@ from typing import Any
 
 import pytest
 
-RECORD_MODES = ("none", "once", "all")
+from .options import RecordMode, values
+
+RECORD_MODES = values(RecordMode)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
