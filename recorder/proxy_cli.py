@@ -23,7 +23,7 @@ options:
                      session under $WIRE_RECORDER_HOME or ~/.local/share/wire-recorder/sessions)
   --name NAME        name the session
   --tag KEY=VALUE    tag the session (repeatable)
-  --protocol NAME    wire, acp or mcp (default: detected from the first frames that tell)
+  --protocol NAME    {protocols} (default: detected from the first frames that tell)
   --no-record        relay only
   --wait SECONDS     at exit, wait this long for the recording to be saved (default 30)
   -q, --quiet        no notes on stderr (problems are still reported)
@@ -104,7 +104,9 @@ def run(argv: list[str]) -> int:
         return recover_paths(argv[1:])
     parsed = parse_args(argv)
     if parsed == "help":
-        sys.stdout.write(USAGE)
+        from . import protocols  # the registry: in-tree adapters and installed ones
+
+        sys.stdout.write(USAGE.format(protocols=", ".join(protocols.names())))
         return 0
     if parsed == "version":
         sys.stdout.write(version_line(PROXY))
