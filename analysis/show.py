@@ -710,7 +710,11 @@ def show_frames(session: dict, frames: Iterable[Frame], emit: Callable[[str], No
                 width: int = 100, show_text: bool = True) -> Timeline:
     tl = Timeline(width=width, show_text=show_text, start_ns=session.get("mono_start_ns"),
                   protocol=session.get("protocol"))
+    from .conformance import summary_line
+
+    frames = list(frames)
     emit(header(session))
+    emit(escape(summary_line(session, frames)))
     for f in frames:
         for line in tl.feed(f):
             emit(line)

@@ -9,7 +9,7 @@ import sys
 import orjson
 import pytest
 
-from wire_recorder.recorder import wire_model
+from wire_recorder.recorder.protocols.wire import model as wire_model
 from wire_recorder.recorder.store import open_store
 from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario
 

@@ -7,7 +7,7 @@ matcher names, method sets) and apply them with their own machinery.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 
 SHARED_METHODS = frozenset({"initialize"})
@@ -108,6 +108,37 @@ class Adapter:
                  payload: Any) -> str | None:
         """A short label for reports; None: the generic one."""
         return None
+
+    # -- conformance ---------------------------------------------------------------------------
+    def conformance(self, version: str | None) -> Conformance | None:
+        """A checker of one session's frames against this protocol's model (`wire-check`), or
+        None when the protocol has none. Models need pydantic or the peer's SDK, so they are
+        imported here, never when the adapter is; a missing SDK raises a UserError naming the
+        extra to install."""
+        return None
+
+
+# What a conformance checker says about one frame: None when it conforms, else (severity,
+# message) with severity "violation" (the frame breaks the model) or "unknown" (the model does
+# not cover it: such frames are stored and replayed as they are, never dropped).
+Verdict = tuple[str, str] | None
+
+
+class Conformance(Protocol):
+    def __call__(self, direction: str, obj: dict[str, Any],
+                 answers: tuple[str, str | None] | None) -> Verdict:
+        """Judge one JSON-RPC 2.0 message (a dict with `method`, `result` or `error`), in the
+        session's order. `answers` is (method, msg_type) of the request a response or error
+        answers, None when it answers none the recording holds."""
+        ...
+
+
+def errors_line(errors: list[Any], limit: int = 3) -> str:
+    """A pydantic `ValidationError.errors()` list as one line: `loc: message; ...`."""
+    parts = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in errors]
+    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
+
 
 
 def get_path(obj: Any, *keys: str) -> Any:

@@ -124,6 +124,11 @@ class Acp(Adapter):
             return f"session/prompt {_q(' '.join(t for t in texts if t))}"
         return None
 
+    def conformance(self, version):
+        from .conformance import checker  # the peer's SDK: only when a check runs
+
+        return checker(version)
+
 
 def _q(s: Any, n: int = 60) -> str:
     s = "" if s is None else str(s)

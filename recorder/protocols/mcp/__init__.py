@@ -99,5 +99,10 @@ class Mcp(Adapter):
             return f"response input_required {', '.join(str(w) for w in wanted)}"
         return None
 
+    def conformance(self, version):
+        from .conformance import checker  # the peer's SDK: only when a check runs
+
+        return checker(version)
+
 
 ADAPTER = Mcp()

@@ -5,13 +5,14 @@ so that `dump_message` of a parsed agent frame reproduces the agent's bytes exac
 Every model allows extra fields: a newer agent may add some, and a recorder must never reject a
 frame. Values kimi itself would refuse (an unknown approval kind, a numeric client id, an unknown
 event type) make `parse_message` return an `UnknownFrame` with the reason, never an exception.
-`recorder/wire_names.py` holds the same names without pydantic for the fast loader path.
+The same names, without pydantic, are in `wire_names` (the loader's fast path); this module is
+imported only by the conformance check (`conformance.py` beside it, which `wire-check` runs).
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -26,9 +27,11 @@ from pydantic import (
     field_validator,
 )
 
+from ..base import errors_line
+
 
 class WireModel(BaseModel):
-    # defer_build keeps `import recorder.wire_model` cheap: schemas are built on first use.
+    # defer_build keeps importing this module cheap: schemas are built on first use.
     model_config = ConfigDict(extra="allow", defer_build=True)
 
 
@@ -86,16 +89,10 @@ def _type_tag(value: Any) -> str | None:
 
 # kosong dispatches on `type` and fails on an unknown one; so do we (the frame is then flagged).
 ContentPart = Annotated[
-    Union[
-        Annotated[TextPart, Tag("text")],
-        Annotated[ThinkPart, Tag("think")],
-        Annotated[ImageURLPart, Tag("image_url")],
-        Annotated[AudioURLPart, Tag("audio_url")],
-        Annotated[VideoURLPart, Tag("video_url")],
-    ],
+    Annotated[TextPart, Tag("text")] | Annotated[ThinkPart, Tag("think")] | Annotated[ImageURLPart, Tag("image_url")] | Annotated[AudioURLPart, Tag("audio_url")] | Annotated[VideoURLPart, Tag("video_url")],
     Discriminator(_type_tag),
 ]
-UserInput = Union[str, list[ContentPart]]
+UserInput = str | list[ContentPart]
 
 
 # --- display blocks (kosong.tooling, kimi_cli.tools.display) ------------------------------
@@ -161,14 +158,7 @@ def _display_tag(value: Any) -> str:
 
 
 DisplayBlock = Annotated[
-    Union[
-        Annotated[BriefDisplayBlock, Tag("brief")],
-        Annotated[ShellDisplayBlock, Tag("shell")],
-        Annotated[DiffDisplayBlock, Tag("diff")],
-        Annotated[TodoDisplayBlock, Tag("todo")],
-        Annotated[BackgroundTaskDisplayBlock, Tag("background_task")],
-        Annotated[UnknownDisplayBlock, Tag("unknown")],
-    ],
+    Annotated[BriefDisplayBlock, Tag("brief")] | Annotated[ShellDisplayBlock, Tag("shell")] | Annotated[DiffDisplayBlock, Tag("diff")] | Annotated[TodoDisplayBlock, Tag("todo")] | Annotated[BackgroundTaskDisplayBlock, Tag("background_task")] | Annotated[UnknownDisplayBlock, Tag("unknown")],
     Discriminator(_display_tag),
 ]
 
@@ -194,7 +184,7 @@ class ToolCallPart(WireModel):
 
 class ToolReturnValue(WireModel):
     is_error: bool
-    output: Union[str, list[ContentPart]]
+    output: str | list[ContentPart]
     message: str
     display: list[DisplayBlock]
     extras: dict[str, Any] | None = None
@@ -631,7 +621,7 @@ class _Envelope(WireModel):
     @field_validator("payload", mode="before")
     @classmethod
     def _typed_payload(cls, value: Any, info: ValidationInfo) -> Any:
-        name = info.data.get("type")
+        name = str(info.data.get("type"))
         name = LEGACY_EVENT_NAMES.get(name, name) if cls.what == "event" else name
         target = cls.payload_types.get(name)
         if target is None:
@@ -661,7 +651,7 @@ class RequestEnvelope(_Envelope):
 class _Frame(_Tagged):
     known: ClassVar[bool] = True
     kind: ClassVar[str]
-    tag_fields = ("jsonrpc", "method")
+    tag_fields: ClassVar[tuple[str, ...]] = ("jsonrpc", "method")
     jsonrpc: Literal["2.0"] = "2.0"
 
 
@@ -738,11 +728,14 @@ class ErrorResponse(_Frame):
     error: ErrorObject
 
 
+FrameKind = Literal["request", "notification", "response", "error", "invalid"]
+
+
 class UnknownFrame(BaseModel):
     """A frame the model does not know or that kimi 1.51.0 would not accept; kept verbatim."""
 
     known: ClassVar[bool] = False
-    kind: Literal["request", "notification", "response", "error", "invalid"]
+    kind: FrameKind
     method: str | None = None
     id: Any = None
     type: str | None = None
@@ -750,9 +743,10 @@ class UnknownFrame(BaseModel):
     raw: Any
 
 
-ParsedMessage = Union[
-    EventFrame, AgentRequestFrame, ClientRequest, SuccessResponse, ErrorResponse, UnknownFrame
-]
+ParsedMessage = (
+    EventFrame | AgentRequestFrame | ClientRequest
+    | SuccessResponse | ErrorResponse | UnknownFrame
+)
 
 _CLIENT_REQUESTS: dict[str, type[ClientRequest]] = {
     cls.model_fields["method"].default: cls
@@ -767,11 +761,8 @@ _CLIENT_REQUESTS: dict[str, type[ClientRequest]] = {
 }
 
 
-def _summary(e: ValidationError, limit: int = 3) -> str:
-    errors = e.errors(include_url=False, include_input=False)
-    parts = [f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in errors]
-    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
+def _summary(e: ValidationError) -> str:
+    return errors_line(e.errors(include_url=False, include_input=False))
 
 
 def dump_message(msg: BaseModel) -> str:
@@ -783,7 +774,7 @@ def dump_message(msg: BaseModel) -> str:
     return msg.model_dump_json(exclude_unset=True)
 
 
-def frame_kind(obj: Any) -> str:
+def frame_kind(obj: Any) -> FrameKind:
     """request | notification | response | error | invalid, by JSON-RPC shape alone."""
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
         return "invalid"
@@ -856,7 +847,7 @@ def parse_message(obj: Any, *, reply_to: str | None = None) -> ParsedMessage:
     try:
         msg = model.model_validate(obj)
         if result_type is not None:
-            msg.result = validate_as(result_type, msg.result)  # type: ignore[attr-defined]
+            msg.result = validate_as(result_type, msg.result)  # type: ignore[union-attr]
     except ValidationError as e:
         what = wire_type if kind != "response" or reply_to is None else f"answer to {reply_to}"
         return unknown(f"invalid {what or method or kind}: {_summary(e)}")

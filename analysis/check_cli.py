@@ -1,0 +1,81 @@
+"""wire-check: every frame of a recording against its protocol's model; exit 1 on violations."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+import typer
+
+from wire_recorder.recorder.edge import entry
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@app.command()
+def check_cmd(
+    paths: list[str] = typer.Argument(..., metavar="PATH",
+                                      help="recordings: .db, transcripts or kimi logs (.jsonl), "
+                                           "globs, folders"),
+    session: str | None = typer.Option(None, "--session", "-s",
+                                       help="only this session (id, id prefix or name)"),
+    as_json: bool = typer.Option(False, "--json", help="the findings as JSON"),
+) -> int:
+    """Check every frame of recordings against their protocol's model (Wire: wire-recorder's
+    own; ACP and MCP: the peers' SDKs, from the `check` extra). Violations are
+    listed with their frame; frames of a method or type the protocol does not know are listed
+    as unknown. Exit 0: no violations; 1: violations."""
+    from wire_recorder.recorder.errors import SessionNotFound
+
+    from .conformance import check_frames, sessions_of
+    from .sources import expand_inputs
+
+    checked: list[dict[str, Any]] = []
+    findings = []
+    files = expand_inputs(paths)
+    for path in files:
+        try:
+            sessions = list(sessions_of(path, session))
+        except SessionNotFound:
+            if len(files) == 1:
+                raise
+            continue  # --session picks among many files
+        for row, frames in sessions:
+            found = check_frames(row, frames)
+            checked.append({"path": path, "session_id": row.get("session_id"),
+                            "name": row.get("name"), "protocol": row.get("protocol"),
+                            "protocol_version": row.get("protocol_version"),
+                            "frames": sum(f.direction in ("c2a", "a2c") for f in frames),
+                            "findings": found})
+            findings.extend(found)
+    if not checked:
+        raise SessionNotFound(f"no session matching {session!r} in {len(files)} files")
+    bad = sum(v.severity == "violation" for v in findings)
+    if as_json:
+        for c in checked:
+            c["findings"] = [v.as_dict() for v in c["findings"]]
+        sys.stdout.write(orjson.dumps({"violations": bad, "unknown": len(findings) - bad,
+                                       "sessions": checked},
+                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write("".join(_text(c) for c in checked))
+        frames = sum(c["frames"] for c in checked)
+        sys.stdout.write(f"{bad} violation{'' if bad == 1 else 's'}, "
+                         f"{len(findings) - bad} unknown in {len(checked)} "
+                         f"session{'' if len(checked) == 1 else 's'} ({frames} frames)\n")
+    return 1 if bad else 0
+
+
+def _text(c: dict[str, Any]) -> str:
+    who = f"{c['name']} ({c['session_id']})" if c["name"] else str(c["session_id"])
+    lines = [f"{c['path']}: {who}, {c['protocol'] or 'unknown protocol'} "
+             f"{c['protocol_version'] or ''}".rstrip() + f", {c['frames']} frames"]
+    for v in c["findings"]:
+        mark = "" if v.severity == "violation" else " [unknown]"
+        lines.append(f"  seq {v.seq} {v.direction} {v.kind} {v.label}{mark}: {v.message}")
+    return "\n".join(lines) + "\n"
+
+
+main = entry(app, "wire-check")

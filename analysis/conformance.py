@@ -1,0 +1,187 @@
+"""The conformance check: every frame of a recording against its protocol's model.
+
+The JSON-RPC layer is judged here from what the recorder stored (`kind`, `parse_error`,
+`known`); the rest by the session's protocol adapter (`Adapter.conformance`: Wire's own models,
+the ACP and MCP SDKs' models). A frame is one of:
+
+* conformant: nothing is said;
+* a violation: not JSON, not JSON-RPC 2.0, a response to a request never sent, or a message
+  the protocol's model rejects (the reason names the field);
+* unknown: a method or type the protocol (or the model) does not know. Such frames are stored
+  and replayed as they are; they are listed apart and do not fail the check.
+
+`wire-check` prints the findings, `wire-show` counts them in its summary.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+
+from wire_recorder.recorder import protocols
+from wire_recorder.recorder.errors import SessionNotFound, UserError
+
+if TYPE_CHECKING:
+    from wire_recorder.recorder.frames import Frame
+    from wire_recorder.recorder.store import Store
+
+Severity = Literal["violation", "unknown"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    session_id: str
+    seq: int
+    direction: str
+    kind: str  # request | notification | response | error | invalid
+    # the frame's method and type; for a response, those of the request it answers
+    method: str | None
+    msg_type: str | None
+    message: str
+    severity: Severity = "violation"
+
+    @property
+    def label(self) -> str:
+        what = self.msg_type or self.method or ""
+        return f"answer to {what}" if what and self.kind in ("response", "error") else what
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _id_key(rpc_id: Any, text: str | None) -> tuple[str, Any]:
+    # JSON-RPC keeps 1 and "1" apart; unhashable ids (invalid anyway) go by their text
+    return (type(rpc_id).__name__, rpc_id if isinstance(rpc_id, (str, int, float)) else text)
+
+
+def _say(out: list[Violation], sid: str, f: Frame, message: str,
+         severity: Severity = "violation", **what: str | None) -> None:
+    """Note a finding about frame f; `what` (method, msg_type) overrides the frame's own."""
+    out.append(Violation(sid, f.seq, f.direction, f.kind, what.get("method", f.method),
+                         what.get("msg_type", f.msg_type), message, severity))
+
+
+def _decode(raw: bytes | None) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(raw) if raw is not None else None
+    except orjson.JSONDecodeError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def check_frames(session: dict[str, Any], frames: Iterable[Frame]) -> list[Violation]:
+    """Findings for one session's frames (in seq order). Raises UserError when the protocol's
+    model needs an SDK that is not installed."""
+    sid = str(session.get("session_id"))
+    adapter = protocols.get(session.get("protocol"))
+    judge = adapter.conformance(session.get("protocol_version"))
+    what = adapter.title or "JSON-RPC"
+    out: list[Violation] = []
+    # (direction, id) of requests sent -> (method, type) when the model accepted them, else None
+    pending: dict[tuple[str, tuple[str, Any]], tuple[str, str | None] | None] = {}
+    for f in frames:
+        if f.direction not in ("c2a", "a2c"):
+            continue
+
+        say = functools.partial(_say, out, sid, f)
+        obj = _decode(f.raw)
+        key = (f.direction, _id_key(obj.get("id"), f.rpc_id))
+        if f.kind == "invalid":
+            say(f.parse_error or "not a JSON-RPC 2.0 message")
+            if f.method is not None and "id" in obj:  # its answer is no stray
+                pending[key] = None
+            continue
+        if f.kind in ("response", "error"):
+            asked_by = "a2c" if f.direction == "c2a" else "c2a"
+            asked = (asked_by, key[1])
+            if asked not in pending:
+                if f.kind == "response" or obj.get("id") is not None:
+                    say(f"answers no request the recording holds (id {f.rpc_id})")
+                continue
+            answers = pending.pop(asked)
+            method, msg_type = answers if answers else (None, None)
+            verdict = judge(f.direction, obj, answers) if judge else None
+            if verdict:
+                say(verdict[1], verdict[0], method=method, msg_type=msg_type)
+            continue
+        if f.known is False:
+            say(f"not a {what} {'type' if f.msg_type else 'method'}: kept as it is",
+                "unknown")
+            verdict = ("unknown", "")
+        else:
+            verdict = judge(f.direction, obj, None) if judge else None
+            if verdict:
+                say(verdict[1], verdict[0])
+        if f.kind == "request":
+            pending[key] = None if verdict else (f.method or "", f.msg_type)
+    return out
+
+
+def _pick(sessions: list[dict[str, Any]], wanted: str | None, where: str) -> list[dict[str, Any]]:
+    if wanted is None:
+        return sessions
+    hits = [s for s in sessions if wanted in (s.get("session_id"), s.get("name"))] or \
+        [s for s in sessions if str(s.get("session_id")).startswith(wanted)]
+    if len(hits) != 1:
+        names = ", ".join(str(s.get("name") or s.get("session_id")) for s in sessions[:5])
+        what = "no session" if not hits else f"{len(hits)} sessions"
+        raise SessionNotFound(f"{where} has {what} matching {wanted!r}",
+                              f"sessions there: {names}")
+    return hits
+
+
+def sessions_of(source: str | Store, session: str | None = None
+                ) -> Iterator[tuple[dict[str, Any], list[Frame]]]:
+    """(session row, frames) of every session in a .db, a transcript or a kimi log (.jsonl), or
+    of the one named by id, id prefix or name."""
+    from wire_recorder.recorder.store import Store, open_store
+
+    if isinstance(source, Store):
+        for s in _pick(source.sessions(), session, source.path):
+            yield s, source.frames(s["session_id"])
+        return
+    if source.endswith(".jsonl"):
+        from .importers import read_any_jsonl
+
+        row, frames = read_any_jsonl(source)
+        _pick([row], session, source)
+        yield row, frames
+        return
+    store = open_store(source, read_only=True)
+    try:
+        yield from sessions_of(store, session)
+    finally:
+        store.close()
+
+
+def check(source: str | Store, session: str | None = None) -> list[Violation]:
+    """Findings of every frame of the recording (or of one session), violations and unknowns
+    alike; `severity` tells them apart."""
+    out: list[Violation] = []
+    for row, frames in sessions_of(source, session):
+        out.extend(check_frames(row, frames))
+    return out
+
+
+def violations(findings: Iterable[Violation]) -> list[Violation]:
+    return [v for v in findings if v.severity == "violation"]
+
+
+def summary_line(session: dict[str, Any], frames: Iterable[Frame]) -> str:
+    """One line for wire-show: how many frames break the protocol's model, the first one."""
+    try:
+        found = check_frames(session, frames)
+    except UserError as e:
+        return f"conformance: not checked ({e.one_line()})"
+    bad = violations(found)
+    unknown = len(found) - len(bad)
+    tail = f", {unknown} unknown" if unknown else ""
+    if not bad:
+        return f"conformance: no violations{tail}"
+    first = bad[0]
+    return (f"conformance: {len(bad)} violation{'s' if len(bad) > 1 else ''}{tail} "
+            f"(first: seq {first.seq} {first.direction} {first.label}: {first.message})")
