@@ -1,7 +1,9 @@
 """`wire-replay` command line: a thin layer over replay.driver / replay.serve / replay.update.
 
-    wire-replay SESSION [OPTIONS] [-- AGENT_CMD ...]     replay against an agent (exit 0/1/2)
+    wire-replay SESSION [OPTIONS] [-- AGENT_CMD ...]     replay against an agent (exit 0/1)
     wire-replay SESSION --serve [OPTIONS]                be the recorded agent for a client
+
+Errors and their exit codes are the shared ones (recorder.errors, through recorder.edge).
 """
 
 from __future__ import annotations
