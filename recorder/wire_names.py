@@ -1,7 +1,7 @@
 """Names the Wire protocol (kimi-cli 1.51.0, protocol 1.10) knows, as plain sets.
 
-Kept free of pydantic so the loader can classify frames at 100k+/s; `protocols/wire/model.py` holds the
-pydantic models and a test checks both agree.
+Kept free of pydantic so the loader can classify frames at 100k+/s; `protocols/wire/model.py`
+holds the pydantic models (wire-check's) and a test checks both agree.
 """
 
 PROTOCOL_VERSION = "1.10"
