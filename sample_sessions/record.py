@@ -24,62 +24,20 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Run as a script, this file gets only sample_sessions/ on sys.path; the scenario tables
+# (sample_sessions.*) and the machinery that records them (tests.harness.*) are imported from the
+# repository root.
 ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from sample_sessions.acp_scenarios import ACP_SCENARIOS  # noqa: E402
+from sample_sessions.mcp_scenarios import MCP_SCENARIOS  # noqa: E402
+from sample_sessions.scenarios import SCENARIOS  # noqa: E402
+from tests.harness.peers import PeerMissing  # noqa: E402
+from tests.harness.recording import record  # noqa: E402
 from wire_recorder.recorder import protocols  # noqa: E402
 from wire_recorder.recorder.errors import UserError  # noqa: E402
-from wire_recorder.recorder.store import open_store  # noqa: E402
-from wire_recorder.recorder.transcript import write_transcript  # noqa: E402
-from sample_sessions.acp_scenarios import (  # noqa: E402
-    ACP_SCENARIOS, check_acp_chain, run_acp_chain)
-from sample_sessions.mcp_scenarios import (  # noqa: E402
-    MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario)
-from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario  # noqa: E402
-
-WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
-
-
-def proxy_prefix(name: str, db: str, protocol: str | None = None) -> list[str]:
-    """`wire-proxy ... --` recording scenario `name` into db, tagged with its name."""
-    prefix = [WIRE_PROXY, "-q", "--db", db, "--name", name, "--tag", f"scenario={name}"]
-    if protocol:
-        prefix += ["--protocol", protocol]
-    return prefix + ["--"]
-
-
-def record(name: str, db: str, out_dir: Path | None = HERE,
-           protocol: str | None = None) -> tuple[str, list[str]]:
-    """Record one scenario into db (appending a session); return (session id, problems)."""
-    prefix = proxy_prefix(name, db, protocol)
-    mcp = None
-    runs = 1  # agent processes, each a session
-    if name in ACP_SCENARIOS:  # `kimi acp` driven by the ACP SDK client
-        acp_scenario = ACP_SCENARIOS[name]
-        results = run_acp_chain(acp_scenario, prefix)
-        runs = len(results)
-        problems = check_acp_chain(acp_scenario, results)
-    elif name in MCP_SCENARIOS:  # checked against the recorded frames below
-        mcp = (MCP_SCENARIOS[name], run_mcp_scenario(MCP_SCENARIOS[name], prefix))
-    else:
-        scenario = SCENARIOS[name]
-        problems = check_scenario(scenario, run_scenario(scenario, prefix))
-    with open_store(db, read_only=True) as store:
-        sessions = [s for s in store.sessions() if s["name"] == name]
-        if not sessions:
-            stderr = mcp[1].stderr.strip()[-500:] if mcp else ""
-            return "", [f"no session recorded; client stderr: {stderr}"]
-        session = sessions[-1]
-        if mcp is not None:
-            problems = check_mcp_scenario(*mcp, frames=store.frames(session["session_id"]))
-        if out_dir is not None:
-            with open(out_dir / f"{name}.jsonl", "wb") as f:
-                write_transcript(store, session["session_id"], f)
-            if runs == 2:  # the session the last one reopens (ACP session/load)
-                with open(out_dir / f"{name}.origin.jsonl", "wb") as f:
-                    write_transcript(store, sessions[-2]["session_id"], f)
-    return session["session_id"], problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 sid, problems = record(name, db, None if args.no_transcript else HERE,
                                        args.protocol)
-            except UserError as e:  # a missing peer too
+            except (UserError, PeerMissing) as e:
                 print(f"record.py: {name}: {e.one_line()}", file=sys.stderr)
                 return 2
             status = "ok" if not problems else "PROBLEMS: " + "; ".join(problems)

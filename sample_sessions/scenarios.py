@@ -1,246 +1,42 @@
 """Named scripted sessions against the real kimi: echo-LLM scripts + a client plan + a check.
 
-    from sample_sessions.scenarios import SCENARIOS, run_scenario, check_scenario
+    from sample_sessions.scenarios import SCENARIOS
+    from tests.harness.wire import check_scenario, run_scenario
     result = run_scenario(SCENARIOS["approve_shell"])                       # kimi directly
     result = run_scenario(sc, ["wire-proxy", "--db", db, "--"])            # through the proxy
     assert check_scenario(sc, result) == []
 
-Each scenario uses a fixed kimi session id (`-S`), so the only nondeterministic fields left are
-the ones listed in wire-1.10-as-implemented.md §6 (request uuids, source_id, tmp paths, timing).
+This module is the table (data and the checks that say what each session must show); the
+machinery that runs and checks a scenario is in tests/harness/. Each scenario uses a fixed kimi
+session id (`-S`), so the only nondeterministic fields left are the request uuids, source_id,
+scratch paths and timing.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Sequence
 
-from wire_recorder.recorder.kimi_peer import KimiRun
-from wire_recorder.recorder.scripted_client import (
-    Approval,
-    ClientPlan,
-    ClientResult,
-    HookAnswer,
-    Prompt,
-    WireFrame,
-    run_client,
+from tests.harness.kimi_peer import (
+    msg_id,
+    script,
+    shell,
+    text,
+    think,
+    tool_call,
+    tool_call_part,
+    usage,
 )
-
-# ---------------------------------------------------------------------------------------------
-# echo-DSL helpers (one string per LLM call; one part per line)
-
-
-def msg_id(v: str) -> str:
-    return f"id: {v}"
-
-
-def usage(input_other: int = 0, output: int = 0, input_cache_read: int = 0, input_cache_creation: int = 0) -> str:
-    return "usage: " + json.dumps(
-        {
-            "input_other": input_other,
-            "output": output,
-            "input_cache_read": input_cache_read,
-            "input_cache_creation": input_cache_creation,
-        }
-    )
-
-
-def think(s: str) -> str:
-    assert "\n" not in s
-    return f"think: {s}"
-
-
-def text(s: str) -> str:
-    assert "\n" not in s  # the DSL is line based (and strips each line)
-    return f"text: {s}"
-
-
-def tool_call(call_id: str, name: str, arguments: Any) -> str:
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-    return "tool_call: " + json.dumps({"id": call_id, "name": name, "arguments": args}, ensure_ascii=False)
-
-
-def tool_call_part(arguments_part: str) -> str:
-    return "tool_call_part: " + json.dumps({"arguments_part": arguments_part}, ensure_ascii=False)
-
-
-def script(*lines: str) -> str:
-    return "\n".join(lines)
-
-
-def shell(call_id: str, command: str) -> str:
-    return tool_call(call_id, "Shell", {"command": command})
-
-
-# ---------------------------------------------------------------------------------------------
-# Scenario
-
-
-Check = Callable[[ClientResult], list[str]]
-
-
-@dataclass
-class Scenario:
-    name: str
-    description: str
-    scripts: list[str]
-    plan: ClientPlan
-    session_id: str | None = None
-    check: Check | None = None  # scenario-specific; check_scenario adds the generic checks
-    timeout: float = 60.0
-    tags: dict[str, Any] = field(default_factory=dict)
-
-
-def run_scenario(
-    scenario: Scenario,
-    command_prefix: Sequence[str] = (),
-    timeout: float | None = None,
-    *,
-    kimi: Path | str | None = None,
-    keep: bool = False,
-    env: dict[str, str] | None = None,
-) -> ClientResult:
-    """Run one scenario: fresh scratch HOME/work dir, `command_prefix + kimi argv`, drive it.
-
-    `result.context` gets scenario, session_id, home, workdir, argv (the dirs are deleted
-    afterwards unless keep=True). `env` adds variables on top of the run's environment.
-    Raises recorder.kimi_peer.PeerMissing when kimi cannot be found.
-    """
-    run = KimiRun.create(scenario.scripts, session_id=scenario.session_id, kimi=kimi, keep=keep)
-    try:
-        run_env = run.env()
-        if env:
-            run_env.update(env)
-        argv = [*map(str, command_prefix), *run.argv()]
-        result = run_client(
-            argv,
-            scenario.plan,
-            env=run_env,
-            cwd=run.workdir,
-            timeout=timeout if timeout is not None else scenario.timeout,
-        )
-        result.context.update(
-            scenario=scenario.name,
-            session_id=scenario.session_id,
-            home=str(run.home),
-            workdir=str(run.workdir),
-            argv=argv,
-        )
-        return result
-    finally:
-        run.cleanup()
-
-
-# ---------------------------------------------------------------------------------------------
-# checks
-
-
-class Problems(list):
-    """What a scenario check found wrong: `p.expect(cond, msg)` keeps msg when cond fails."""
-
-    def expect(self, cond: Any, msg: str) -> bool:
-        if not cond:
-            self.append(msg)
-        return bool(cond)
-
-
-def turn_frames(result: ClientResult, prompt_id: str) -> list[WireFrame]:
-    """Frames (both directions) from sending `prompt_id` up to and including its response."""
-    out: list[WireFrame] = []
-    inside = False
-    for f in result.frames:
-        if f.dir == "c2a" and f.method == "prompt" and f.id == prompt_id:
-            inside = True
-        if inside:
-            out.append(f)
-            if f.dir == "a2c" and f.is_response and f.id == prompt_id:
-                break
-    return out
-
-
-def _of(frames: list[WireFrame], type: str, method: str | None = None) -> list[WireFrame]:
-    return [f for f in frames if f.dir == "a2c" and f.type == type and (method is None or f.method == method)]
-
-
-def _tool_result(frames: list[WireFrame], call_id: str) -> dict[str, Any] | None:
-    for f in _of(frames, "ToolResult"):
-        if f.payload.get("tool_call_id") == call_id:
-            return f.payload.get("return_value")
-    return None
-
-
-def _index(frames: list[WireFrame], pred: Callable[[WireFrame], bool]) -> int:
-    for i, f in enumerate(frames):
-        if pred(f):
-            return i
-    return -1
-
-
-def _status(result: ClientResult, prompt_id: str) -> Any:
-    r = result.result_of(prompt_id)
-    return r.get("status") if isinstance(r, dict) else None
-
-
-def generic_problems(scenario: Scenario, result: ClientResult) -> list[str]:
-    """Checks that hold for every scenario."""
-    p = Problems()
-    p.expect(not result.timed_out, "hard timeout")
-    p.expect(result.exit_code == 0, f"exit code {result.exit_code}")
-    p.extend(f"client: {x}" for x in result.problems)
-    p.expect(not result.invalid(), f"{len(result.invalid())} non-JSON frames")
-    if scenario.plan.initialize:
-        init = result.response("init-1")
-        p.expect(init is not None and "result" in init, f"initialize response: {init}")
-    for i, _ in enumerate(scenario.plan.prompts, 1):
-        r = result.response(f"p-{i}")
-        p.expect(r is not None and "result" in r, f"p-{i} response: {r}")
-    # every agent request is answered by the client, or resolved by the agent (ApprovalResponse)
-    resolved = {f.payload.get("request_id") for f in result.events("ApprovalResponse")}
-    for req in result.requests():
-        if result.answer_to(req.id) is None:
-            p.expect(
-                req.type == "ApprovalRequest" and req.id in resolved,
-                f"{req.type} {req.id} neither answered nor resolved",
-            )
-    for req in result.requests("ApprovalRequest"):
-        p.expect(req.id in resolved, f"ApprovalRequest {req.id} without ApprovalResponse")
-    return list(p)
-
-
-def check_scenario(scenario: Scenario, result: ClientResult) -> list[str]:
-    """Generic + scenario-specific problems; [] when the run produced the intended frames."""
-    problems = generic_problems(scenario, result)
-    if scenario.check is not None:
-        try:
-            problems += scenario.check(result)
-        except Exception as e:  # a check tripping over a missing frame is a failed check
-            problems.append(f"check raised {type(e).__name__}: {e}")
-    return problems
-
-
-def _approval_roundtrip(p: Problems, frames: list[WireFrame], call_id: str, response: str,
-                        feedback: str | None = None) -> None:
-    """One ApprovalRequest for call_id, answered `response`, followed by ApprovalResponse."""
-    reqs = [f for f in _of(frames, "ApprovalRequest") if f.payload.get("tool_call_id") == call_id]
-    if not p.expect(len(reqs) == 1, f"{call_id}: {len(reqs)} ApprovalRequests"):
-        return
-    req = reqs[0]
-    p.expect(req.id == req.payload.get("id"), "ApprovalRequest id != payload.id")
-    ai = _index(frames, lambda f: f.dir == "c2a" and f.is_response and f.id == req.id)
-    if not p.expect(ai >= 0, f"{call_id}: no client answer"):
-        return
-    ans = frames[ai].msg["result"]
-    p.expect(ans.get("response") == response and ans.get("request_id") == req.id, f"{call_id}: answer {ans}")
-    if feedback is not None:
-        p.expect(ans.get("feedback") == feedback, f"{call_id}: feedback {ans.get('feedback')!r}")
-    ri = _index(frames, lambda f: f.type == "ApprovalResponse" and f.payload.get("request_id") == req.id)
-    p.expect(ri > ai, f"{call_id}: ApprovalResponse missing or before the answer")
-    if ri >= 0:
-        p.expect(frames[ri].payload.get("response") == response, f"{call_id}: ApprovalResponse {frames[ri].payload}")
-    ti = _index(frames, lambda f: f.type == "ToolResult" and f.payload.get("tool_call_id") == call_id)
-    p.expect(ti > ai, f"{call_id}: ToolResult missing or before the answer")
-
+from tests.harness.scripted_client import Approval, ClientPlan, ClientResult, HookAnswer, Prompt
+from tests.harness.wire import (
+    Problems,
+    Scenario,
+    approval_roundtrip,
+    index_of,
+    of_type,
+    tool_result,
+    turn_frames,
+    turn_status,
+)
 
 # ---------------------------------------------------------------------------------------------
 # the scenarios
@@ -265,11 +61,11 @@ def _check_approve_shell(r: ClientResult) -> list[str]:
         (req["sender"], req["action"], req["description"]) == ("Shell", "run command", "Run command `echo hello`"),
         f"ApprovalRequest payload {req}",
     )
-    _approval_roundtrip(p, t, "call-1", "approve")
-    rv = _tool_result(t, "call-1")
+    approval_roundtrip(p, t, "call-1", "approve")
+    rv = tool_result(t, "call-1")
     p.expect(rv and rv["is_error"] is False and rv["output"] == "hello\n", f"ToolResult {rv}")
-    p.expect([f.payload["n"] for f in _of(t, "StepBegin")] == [1, 2], "steps")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect([f.payload["n"] for f in of_type(t, "StepBegin")] == [1, 2], "steps")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -297,21 +93,21 @@ def _check_reject_shell(r: ClientResult) -> list[str]:
     p = Problems()
     t1, t2 = turn_frames(r, "p-1"), turn_frames(r, "p-2")
     # turn 1: rejected without feedback -> the turn ends, no further LLM call
-    _approval_roundtrip(p, t1, "call-1", "reject")
-    a1 = r.answer_to(_of(t1, "ApprovalRequest")[0].id) if _of(t1, "ApprovalRequest") else None
+    approval_roundtrip(p, t1, "call-1", "reject")
+    a1 = r.answer_to(of_type(t1, "ApprovalRequest")[0].id) if of_type(t1, "ApprovalRequest") else None
     p.expect(a1 is not None and "feedback" not in a1.msg["result"], "turn 1 answer has feedback")
-    rv = _tool_result(t1, "call-1")
+    rv = tool_result(t1, "call-1")
     p.expect(rv and rv["is_error"] is True, f"turn 1 ToolResult {rv}")
-    p.expect([f.payload["n"] for f in _of(t1, "StepBegin")] == [1], "turn 1 must stop after step 1")
-    p.expect(_status(r, "p-1") == "finished", f"p-1 status {_status(r, 'p-1')}")
+    p.expect([f.payload["n"] for f in of_type(t1, "StepBegin")] == [1], "turn 1 must stop after step 1")
+    p.expect(turn_status(r, "p-1") == "finished", f"p-1 status {turn_status(r, 'p-1')}")
     # turn 2: rejected with feedback -> error ToolResult carrying the feedback, model continues
-    _approval_roundtrip(p, t2, "call-2", "reject", feedback=REJECT_FEEDBACK)
-    rv = _tool_result(t2, "call-2")
+    approval_roundtrip(p, t2, "call-2", "reject", feedback=REJECT_FEEDBACK)
+    rv = tool_result(t2, "call-2")
     p.expect(rv and rv["is_error"] is True and REJECT_FEEDBACK in json.dumps(rv), f"turn 2 ToolResult {rv}")
-    p.expect([f.payload["n"] for f in _of(t2, "StepBegin")] == [1, 2], "turn 2 steps")
-    last_text = [f.payload.get("text") for f in _of(t2, "ContentPart")][-1:]
+    p.expect([f.payload["n"] for f in of_type(t2, "StepBegin")] == [1, 2], "turn 2 steps")
+    last_text = [f.payload.get("text") for f in of_type(t2, "ContentPart")][-1:]
     p.expect(last_text == ["Understood, I will use ls next time."], f"turn 2 text {last_text}")
-    p.expect(_status(r, "p-2") == "finished", f"p-2 status {_status(r, 'p-2')}")
+    p.expect(turn_status(r, "p-2") == "finished", f"p-2 status {turn_status(r, 'p-2')}")
     return list(p)
 
 
@@ -345,12 +141,12 @@ def _check_approve_for_session(r: ClientResult) -> list[str]:
     t = turn_frames(r, "p-1")
     reqs = r.requests("ApprovalRequest")
     p.expect(len(reqs) == 1, f"{len(reqs)} ApprovalRequests (second call must be auto-approved)")
-    _approval_roundtrip(p, t, "call-1", "approve_for_session")
+    approval_roundtrip(p, t, "call-1", "approve_for_session")
     for cid, out in (("call-1", "first\n"), ("call-2", "second\n")):
-        rv = _tool_result(t, cid)
+        rv = tool_result(t, cid)
         p.expect(rv and rv["is_error"] is False and rv["output"] == out, f"{cid} ToolResult {rv}")
-    p.expect([f.payload["n"] for f in _of(t, "StepBegin")] == [1, 2, 3], "steps")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect([f.payload["n"] for f in of_type(t, "StepBegin")] == [1, 2, 3], "steps")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -406,9 +202,9 @@ def _check_external_tool(r: ClientResult) -> list[str]:
     p.expect(json.loads(req.payload.get("arguments") or "null") == {"city": "Paris", "unit": "celsius"}, "arguments")
     ans = r.answer_to("call-w1")
     p.expect(ans is not None and ans.msg["result"]["return_value"] == WEATHER_RESULT, "client answer")
-    rv = _tool_result(t, "call-w1")
+    rv = tool_result(t, "call-w1")
     p.expect(rv and rv["is_error"] is False and rv["output"] == WEATHER_RESULT["output"], f"ToolResult {rv}")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -448,18 +244,18 @@ def _check_cancel_turn(r: ClientResult) -> list[str]:
         return list(p)
     req = reqs[0]
     p.expect(r.answer_to(req.id) is None, "the client must not answer the pending approval")
-    ri = _index(t, lambda f: f is req)
-    ci = _index(t, lambda f: f.dir == "c2a" and f.method == "cancel")
+    ri = index_of(t, lambda f: f is req)
+    ci = index_of(t, lambda f: f.dir == "c2a" and f.method == "cancel")
     p.expect(ci > ri >= 0, "cancel must follow the ApprovalRequest")
     if ci >= 0:
         p.expect(t[ci].id == "c-1", f"cancel id {t[ci].id}")
         p.expect(t[ci].t - req.t >= 0.45, f"cancel sent {t[ci].t - req.t:.3f}s after the request")
     p.expect(r.result_of("c-1") == {}, f"cancel response {r.response('c-1')}")
-    resp = [f for f in _of(t, "ApprovalResponse") if f.payload.get("request_id") == req.id]
+    resp = [f for f in of_type(t, "ApprovalResponse") if f.payload.get("request_id") == req.id]
     p.expect(len(resp) == 1 and resp[0].payload.get("response") == "reject", f"ApprovalResponse {[f.payload for f in resp]}")
-    p.expect(_of(t, "TurnEnd"), "TurnEnd missing")
-    p.expect(_tool_result(t, "call-1") is None, "no ToolResult expected after a clean cancel")
-    p.expect(_status(r, "p-1") == "cancelled", f"status {_status(r, 'p-1')}")
+    p.expect(of_type(t, "TurnEnd"), "TurnEnd missing")
+    p.expect(tool_result(t, "call-1") is None, "no ToolResult expected after a clean cancel")
+    p.expect(turn_status(r, "p-1") == "cancelled", f"status {turn_status(r, 'p-1')}")
     p.expect(t and t[-1].is_response and t[-1].id == "p-1", "prompt response must end the turn")
     return list(p)
 
@@ -496,8 +292,8 @@ MULTI_USAGE = {
 def _check_multi_step(r: ClientResult) -> list[str]:
     p = Problems()
     t = turn_frames(r, "p-1")
-    p.expect([f.payload["n"] for f in _of(t, "StepBegin")] == [1, 2, 3], "steps 1..3")
-    su = {f.payload.get("message_id"): f.payload for f in _of(t, "StatusUpdate")}
+    p.expect([f.payload["n"] for f in of_type(t, "StepBegin")] == [1, 2, 3], "steps 1..3")
+    su = {f.payload.get("message_id"): f.payload for f in of_type(t, "StatusUpdate")}
     p.expect(set(su) == set(MULTI_USAGE), f"StatusUpdate message ids {sorted(su, key=str)}")
     for mid, u in MULTI_USAGE.items():
         if mid in su:
@@ -506,14 +302,14 @@ def _check_multi_step(r: ClientResult) -> list[str]:
                 su[mid].get("context_tokens") == u["input_other"] + u["input_cache_read"] + u["input_cache_creation"],
                 f"{mid} context_tokens",
             )
-    kinds = [f.payload.get("type") for f in _of(t, "ContentPart")]
+    kinds = [f.payload.get("type") for f in of_type(t, "ContentPart")]
     p.expect(kinds.count("think") == 2 and kinds.count("text") >= 4, f"content parts {kinds}")
-    p.expect(len(_of(t, "ToolCallPart")) == 1, "one ToolCallPart (streamed arguments of call-2)")
+    p.expect(len(of_type(t, "ToolCallPart")) == 1, "one ToolCallPart (streamed arguments of call-2)")
     for cid, out in (("call-1", "step one\n"), ("call-2", "step two\n")):
-        _approval_roundtrip(p, t, cid, "approve")
-        rv = _tool_result(t, cid)
+        approval_roundtrip(p, t, cid, "approve")
+        rv = tool_result(t, cid)
         p.expect(rv and rv["is_error"] is False and rv["output"] == out, f"{cid} ToolResult {rv}")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -577,9 +373,9 @@ def _check_question(r: ClientResult) -> list[str]:
     p.expect(qs[0].get("question") == "Which database should I use?" and len(qs[0].get("options", [])) == 2, f"questions {qs}")
     ans = r.answer_to(req.id)
     p.expect(ans is not None and ans.msg["result"] == {"request_id": req.id, "answers": QUESTION_ANSWER}, "answer")
-    rv = _tool_result(t, "call-q")
+    rv = tool_result(t, "call-q")
     p.expect(rv and rv["is_error"] is False and json.loads(rv["output"]) == {"answers": QUESTION_ANSWER}, f"ToolResult {rv}")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -616,22 +412,22 @@ def _check_hook(r: ClientResult) -> list[str]:
     types = [f.type for f in r.requests()]
     p.expect(types == ["HookRequest", "ApprovalRequest", "HookRequest"], f"requests {types}")
     hooks = r.requests("HookRequest")
-    for h, cid, action in zip(hooks, ("call-1", "call-2"), ("allow", "block")):
+    for h, cid, action in zip(hooks, ("call-1", "call-2"), ("allow", "block"), strict=False):
         pl = h.payload
         p.expect(pl.get("subscription_id") == "h-pre-shell" and pl.get("event") == "PreToolUse" and pl.get("target") == "Shell", f"HookRequest {pl}")
         p.expect(pl.get("input_data", {}).get("tool_call_id") == cid, f"hook input_data {pl.get('input_data')}")
         p.expect(pl.get("input_data", {}).get("session_id") == "wr-hook", "hook session id")
         ans = r.answer_to(h.id)
         p.expect(ans is not None and ans.msg["result"]["action"] == action, f"hook answer {ans and ans.msg}")
-    resolved = [f.payload.get("action") for f in _of(t, "HookResolved")]
+    resolved = [f.payload.get("action") for f in of_type(t, "HookResolved")]
     p.expect(resolved == ["allow", "block"], f"HookResolved {resolved}")
-    p.expect(len(_of(t, "HookTriggered")) == 2, "HookTriggered x2")
-    _approval_roundtrip(p, t, "call-1", "approve")
-    rv = _tool_result(t, "call-1")
+    p.expect(len(of_type(t, "HookTriggered")) == 2, "HookTriggered x2")
+    approval_roundtrip(p, t, "call-1", "approve")
+    rv = tool_result(t, "call-1")
     p.expect(rv and rv["is_error"] is False and rv["output"] == "allowed\n", f"call-1 ToolResult {rv}")
-    rv = _tool_result(t, "call-2")
+    rv = tool_result(t, "call-2")
     p.expect(rv and rv["is_error"] is True and rv["message"] == HOOK_BLOCK_REASON, f"call-2 ToolResult {rv}")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 
@@ -668,19 +464,19 @@ STEER_TEXT = "Also tell me when you are done."
 def _check_steer(r: ClientResult) -> list[str]:
     p = Problems()
     t = turn_frames(r, "p-1")
-    _approval_roundtrip(p, t, "call-1", "approve")
-    si = _index(t, lambda f: f.dir == "c2a" and f.method == "steer")
+    approval_roundtrip(p, t, "call-1", "approve")
+    si = index_of(t, lambda f: f.dir == "c2a" and f.method == "steer")
     p.expect(si >= 0 and t[si].id == "s-1", "steer s-1 not sent")
     p.expect(r.result_of("s-1") == {"status": "steered"}, f"steer response {r.response('s-1')}")
-    ti = _index(t, lambda f: f.type == "ToolResult")
-    ei = _index(t, lambda f: f.type == "SteerInput")
+    ti = index_of(t, lambda f: f.type == "ToolResult")
+    ei = index_of(t, lambda f: f.type == "SteerInput")
     p.expect(si < ti < ei, "steer must be sent while the command runs; SteerInput follows the ToolResult")
     if ei >= 0:
         p.expect(t[ei].payload.get("user_input") == STEER_TEXT, f"SteerInput {t[ei].payload}")
-    p.expect([f.payload["n"] for f in _of(t, "StepBegin")] == [1, 2], "steps")
-    rv = _tool_result(t, "call-1")
+    p.expect([f.payload["n"] for f in of_type(t, "StepBegin")] == [1, 2], "steps")
+    rv = tool_result(t, "call-1")
     p.expect(rv and rv["is_error"] is False, f"ToolResult {rv}")
-    p.expect(_status(r, "p-1") == "finished", f"status {_status(r, 'p-1')}")
+    p.expect(turn_status(r, "p-1") == "finished", f"status {turn_status(r, 'p-1')}")
     return list(p)
 
 

@@ -1,34 +1,27 @@
-"""Shared fixtures: the real kimi peer and scratch runs for it."""
+"""Shared fixtures: the real peers (skipped when missing, failed on CI) and scratch kimi runs.
+The machinery behind them is in tests/harness/."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
+# the harness (tests.harness) and the scenario tables (sample_sessions) are imported from the
+# repository root; neither is an installed package
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # sample_sessions/ is not an installed package
+if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from wire_recorder.recorder.kimi_peer import KimiRun, PeerMissing, find_kimi  # noqa: E402
-
-
-def _peer(find, what: str):
-    """find() -> the peer; skip when it is missing, fail under CI (where it must be there)."""
-    try:
-        return find()
-    except PeerMissing as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{what} missing on CI: {e.one_line()}")
-        pytest.skip(e.one_line())
+from tests.harness.kimi_peer import KimiRun  # noqa: E402
+from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def kimi_exe() -> Path:
     """Path of the real kimi executable; skip (fail on CI) when it is not installed."""
-    return _peer(find_kimi, "real agent")
+    return need(find_kimi, "real agent")
 
 
 @pytest.fixture
@@ -52,14 +45,10 @@ def kimi_run(kimi_exe, tmp_path):
 def mcp_peers() -> dict[str, Path]:
     """The MCP peers (.peers/mcp2, .peers/mcp1, mcp-server-time, mcp-server-git, git);
     skip (fail on CI) when one is not installed."""
-    from sample_sessions.mcp_scenarios import find_mcp_peers
-
-    return _peer(find_mcp_peers, "MCP peer")
+    return need(find_mcp_peers, "MCP peer")
 
 
 @pytest.fixture(scope="session")
 def acp_python() -> Path:
     """The interpreter of the ACP client SDK venv (.peers/acp); skip (fail on CI) when missing."""
-    from sample_sessions.acp_scenarios import find_acp_python
-
-    return _peer(find_acp_python, "ACP client SDK")
+    return need(find_acp_python, "ACP client SDK")

@@ -17,14 +17,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from tests.harness.acp import AcpRun, check_acp_chain, run_acp_chain, run_acp_scenario
 from wire_recorder.analysis.sources import open_workspace
 from wire_recorder.analysis.stats import summarize
 from wire_recorder.recorder.store import open_store
 from wire_recorder.replay.driver import replay_session
 from wire_recorder.replay.origins import find_origins
 from wire_recorder.replay.recording import load
-from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_chain,
-                                           run_acp_chain, run_acp_scenario)
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -230,8 +230,8 @@ def test_cli_origin_that_is_no_recording_is_one_line(tmp_path):
 def test_a_diverging_origin_fails_the_replay_and_is_reported(load_db, kimi_exe):
     """The agent changed: the session replayed first already differs. The run fails, and the
     text, JSON and JUnit reports say that the origin diverged, and where."""
+    from tests.harness.kimi_peer import msg_id, script, shell, text, think, usage
     from wire_recorder.replay import report as rp
-    from sample_sessions.scenarios import msg_id, script, shell, text, think, usage
 
     db, (first, second) = load_db
     changed = [script(msg_id("msg-1"), usage(100, 10), think("Count them with the shell."),

@@ -1,6 +1,6 @@
 """A real ACP session recorded through the real wire-proxy into a real DuckDB file:
 `kimi acp` (kimi-cli 1.51.0, scripted echo LLM) driven by the official ACP SDK client
-(agent-client-protocol 0.12.1, sample_sessions/peers/acp_client.py)."""
+(agent-client-protocol 0.12.1, tests/harness/sdk/acp_client.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from tests.harness.acp import check_acp_scenario, run_acp_scenario
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript
-from sample_sessions.acp_scenarios import ACP_SCENARIOS, check_acp_scenario, run_acp_scenario
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "acp_tools.jsonl"

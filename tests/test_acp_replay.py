@@ -12,11 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from tests.harness.acp import AcpRun, check_acp_scenario, run_acp_scenario
 from wire_recorder.recorder.store import open_store
 from wire_recorder.replay.driver import ReplayOptions, replay_session
 from wire_recorder.replay.recording import load
-from sample_sessions.acp_scenarios import (ACP_SCENARIOS, AcpRun, check_acp_scenario,
-                                           run_acp_scenario)
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

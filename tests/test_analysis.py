@@ -1,6 +1,6 @@
 """Analysis views and commands, checked against sessions recorded from the real kimi.
 
-Every expected number is recomputed here from the recorded frames (tests/analysis_support.py),
+Every expected number is recomputed here from the recorded frames (tests/harness/analysis.py),
 never typed in, so a wrong view fails whatever the agent printed.
 """
 
@@ -13,9 +13,14 @@ import threading
 import duckdb
 import pytest
 
-from analysis_support import (SUBAGENT_ERRORS, expected_from_frames, frames_of, record,
-                              recorded, run_cli)  # noqa: F401  (recorded is a fixture)
-
+from tests.harness.analysis import (
+    SUBAGENT_ERRORS,
+    expected_from_frames,
+    frames_of,
+    record,
+    recorded,  # noqa: F401  (recorded is a fixture)
+    run_cli,
+)
 from wire_recorder.analysis.sources import open_workspace
 
 
@@ -323,7 +328,7 @@ def test_only_stderr_lines_that_say_something_failed_are_errors(tmp_path):
     import subprocess
     import sys
 
-    from proxy_support import run_proxy
+    from tests.harness.proxy import run_proxy
 
     db = str(tmp_path / "s.db")
     agent = ("import sys; sys.stderr.write('To resume this session: kimi -r x\\n'); "

@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 
-from analysis_support import SUBAGENT_ERRORS, find_chromium, recorded, run_cli  # noqa: F401
-
+from tests.harness.analysis import SUBAGENT_ERRORS, find_chromium, recorded, run_cli  # noqa: F401
 from wire_recorder.analysis.sources import open_workspace
 
 

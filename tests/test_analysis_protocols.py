@@ -21,8 +21,7 @@ import duckdb
 import orjson
 import pytest
 
-from analysis_support import run_cli
-
+from tests.harness.analysis import run_cli
 from wire_recorder.analysis.importers import import_files
 from wire_recorder.analysis.sources import open_workspace
 from wire_recorder.analysis.views import VIEW_NAMES, VIEW_SQL, install_views
@@ -228,9 +227,11 @@ def samples(tmp_path_factory):
 def fresh(kimi_exe, acp_python, mcp_peers, tmp_path_factory):
     """Fresh recordings through the real wire-proxy, side by side: kimi acp (acp_tools) into
     `p.db`, and the MCP demo in both eras into `f.db`."""
-    from sample_sessions.acp_scenarios import ACP_SCENARIOS, check_acp_scenario, run_acp_scenario
-    from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
-    from sample_sessions.record import proxy_prefix
+    from sample_sessions.acp_scenarios import ACP_SCENARIOS
+    from sample_sessions.mcp_scenarios import MCP_SCENARIOS
+    from tests.harness.acp import check_acp_scenario, run_acp_scenario
+    from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
+    from tests.harness.recording import proxy_prefix
 
     tmp = tmp_path_factory.mktemp("fresh")
     acp_db, mcp_db = str(tmp / "p.db"), str(tmp / "f.db")

@@ -10,9 +10,10 @@ import json
 
 import pytest
 
+from sample_sessions.mcp_scenarios import MCP_SCENARIOS
+from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario, wire_messages
+from tests.harness.recording import proxy_prefix
 from wire_recorder.recorder.store import open_store
-from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario, wire_messages
-from sample_sessions.record import proxy_prefix
 
 MODERN, HANDSHAKE = "2026-07-28", "2025-11-25"
 INPUT_METHODS = ["elicitation/create", "roots/list", "sampling/createMessage"]

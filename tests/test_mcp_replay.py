@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from sample_sessions.mcp_scenarios import MCP_SCENARIOS
+from tests.harness.mcp import DEMO_SERVER, check_mcp_scenario, run_mcp_scenario
+from tests.harness.recording import proxy_prefix
 from wire_recorder.replay.recording import load
-from sample_sessions.mcp_scenarios import MCP_SCENARIOS, check_mcp_scenario, run_mcp_scenario
-from sample_sessions.record import proxy_prefix
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -31,7 +32,7 @@ DEMOS = {  # scenario -> venv of its server
 
 
 def demo_server(venv: str) -> list[str]:
-    return [str(ROOT / ".peers" / venv / "bin" / "python"), str(SAMPLES / "peers" / "mcp_demo_server.py")]
+    return [str(ROOT / ".peers" / venv / "bin" / "python"), str(DEMO_SERVER)]
 
 
 def replay_cli(*args: str, cwd: str | None = None) -> tuple[int, dict]:
@@ -78,7 +79,7 @@ def test_recorded_request_state_is_what_a_fresh_server_rejects(fresh):
     states = [m.payload["requestState"] for m in rec.msgs
               if m.kind == "response" and isinstance(m.payload, dict) and "requestState" in m.payload]
     assert len(states) == 3
-    from wire_recorder.replay.driver import _AgentReplay, ReplayOptions
+    from wire_recorder.replay.driver import ReplayOptions, _AgentReplay
 
     class Verbatim(_AgentReplay):
         def _learn_values(self, live):  # keep the recorded values

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.acp import AcpRun
+from tests.harness.proxy import BIN, WIRE_PROXY, stream_of
 from wire_recorder.recorder.store import open_store
-from sample_sessions.acp_scenarios import AcpRun
-
-from proxy_support import BIN, WIRE_PROXY, stream_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

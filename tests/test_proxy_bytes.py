@@ -11,12 +11,11 @@ import threading
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.harness.proxy import db_rows, echo_agent_cmd, run_proxy, split_frames, stream_of
 from wire_recorder.recorder.loader import Ingest
 from wire_recorder.recorder.relay import Pump
 from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
 from wire_recorder.recorder.store import open_store
-
-from proxy_support import echo_agent_cmd, run_proxy, split_frames, stream_of, db_rows
 
 HOSTILE_PIECES = [
     b"\n", b"\r\n", b"\r", b"\x00", b"\xff\xfe", b"\xc3", b"\xed\xa0\x80", b"{", b"}",

@@ -9,11 +9,11 @@ import sys
 import orjson
 import pytest
 
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.proxy import WIRE_PROXY, db_rows
+from tests.harness.wire import check_scenario, run_scenario
 from wire_recorder.recorder.protocols.wire import model as wire_model
 from wire_recorder.recorder.store import open_store
-from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario
-
-from proxy_support import WIRE_PROXY, db_rows
 
 
 def expected_fields(direction: str, msg) -> tuple:

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from proxy_support import WIRE_PROXY, db_rows, run_proxy
+
+from tests.harness.proxy import WIRE_PROXY, db_rows, run_proxy
 
 
 def lifecycle(db: str) -> list[tuple]:

@@ -11,12 +11,18 @@ import time
 import duckdb
 import pytest
 
+from tests.harness.proxy import (
+    WIRE_PROXY,
+    children_of,
+    db_rows,
+    echo_agent_cmd,
+    run_proxy,
+    stream_of,
+    wait_until,
+)
 from wire_recorder.recorder.loader import Ingest
 from wire_recorder.recorder.relay import Pump
 from wire_recorder.recorder.spool import C2A, SpoolReader, SpoolWriter
-
-from proxy_support import (WIRE_PROXY, children_of, db_rows, echo_agent_cmd, run_proxy,
-                           stream_of, wait_until)
 
 FRAMES = b"".join(b'{"jsonrpc":"2.0","method":"event","params":{"type":"StepBegin","payload":{"n":%d}}}\n' % i
                   for i in range(200))

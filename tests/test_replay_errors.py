@@ -9,9 +9,9 @@ import re
 import duckdb
 import pytest
 
+from tests.harness.replay import SAMPLES, WIRE_REPLAY, assert_one_line_error, run_cli
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import import_transcript
-from replay_support import SAMPLES, WIRE_REPLAY, assert_one_line_error, run_cli
 
 SAMPLE = SAMPLES / "approve_shell.jsonl"
 

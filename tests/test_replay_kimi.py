@@ -9,11 +9,21 @@ import shutil
 
 import pytest
 
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.kimi_peer import msg_id, script, text, tool_call, usage
+from tests.harness.replay import (
+    SAMPLES,
+    Agent,
+    assert_one_line_error,
+    cli_json,
+    parallel,
+    record_scenario,
+    run_cli,
+    sample_names,
+    scripts_with,
+)
+from tests.harness.wire import check_scenario
 from wire_recorder.recorder.transcript import import_transcript
-from replay_support import (SAMPLES, Agent, assert_one_line_error, cli_json, parallel,
-                            record_scenario, run_cli, sample_names, scripts_with)
-from sample_sessions.scenarios import (SCENARIOS, check_scenario, msg_id, script, text,
-                                       tool_call, usage)
 
 NAMES = sample_names()
 

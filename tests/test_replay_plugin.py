@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 
-
-from replay_support import SAMPLES, WIRE_REPLAY
+from tests.harness.replay import SAMPLES, WIRE_REPLAY
 
 pytest_plugins = ("pytester",)
 

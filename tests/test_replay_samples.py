@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from replay_support import Agent, live_requests, sample_names
+from tests.harness.replay import Agent, live_requests, sample_names
 
 NAMES = sample_names()
 FRESH_ID_TYPES = {"ApprovalRequest", "QuestionRequest", "HookRequest"}

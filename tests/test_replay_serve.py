@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from wire_recorder.recorder.scripted_client import Approval, HookAnswer, Prompt, run_client
-from replay_support import SAMPLES, WIRE_REPLAY, sample_names
-from sample_sessions.scenarios import SCENARIOS, check_scenario
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.replay import SAMPLES, WIRE_REPLAY, sample_names
+from tests.harness.scripted_client import Approval, HookAnswer, Prompt, run_client
+from tests.harness.wire import check_scenario
 
 NAMES = sample_names()
 

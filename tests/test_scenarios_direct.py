@@ -12,9 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from wire_recorder.recorder.kimi_peer import KimiRun, PeerMissing, clean_env, find_kimi
-from wire_recorder.recorder.scripted_client import ClientPlan, Prompt, run_client
-from sample_sessions.scenarios import SCENARIOS, check_scenario, run_scenario
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.kimi_peer import KimiRun, clean_env
+from tests.harness.peers import PeerMissing, find_kimi
+from tests.harness.scripted_client import ClientPlan, Prompt, run_client
+from tests.harness.wire import check_scenario, run_scenario
 
 # scenario -> (agent request types in order, client answers in order, prompt statuses)
 EXPECTED = {
@@ -69,6 +71,7 @@ def test_scenario_direct(name, direct_results):
     # client ids are deterministic strings
     ids = [f.id for f in r.sent() if f.method]
     assert ids[0] == "init-1" and all(isinstance(i, str) for i in ids)
+    assert sc.session_id is not None  # every named scenario pins kimi's session id
     assert b"To resume this session: kimi -r " + sc.session_id.encode() in r.stderr
 
 

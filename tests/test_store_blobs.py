@@ -12,10 +12,16 @@ import duckdb
 import orjson
 import pytest
 
-from proxy_support import db_rows, echo_agent_cmd, run_proxy
+from tests.harness.proxy import db_rows, echo_agent_cmd, run_proxy
 from wire_recorder.recorder.errors import NotARecording, SchemaTooNew
-from wire_recorder.recorder.store import (FRAMES_DDL, INLINE_MAX, META_DDL, SCHEMA_VERSION, SESSIONS_DDL,
-                            open_store)
+from wire_recorder.recorder.store import (
+    FRAMES_DDL,
+    INLINE_MAX,
+    META_DDL,
+    SCHEMA_VERSION,
+    SESSIONS_DDL,
+    open_store,
+)
 
 BIN = Path(sys.executable).parent
 BIG = b'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart","payload":' \

@@ -1,8 +1,8 @@
 """A scripted MCP stdio client with deterministic sampling, roots and elicitation answers.
 
-    .peers/mcp2/bin/python sample_sessions/peers/mcp_client.py --era 2026 \\
+    .peers/mcp2/bin/python tests/harness/sdk/mcp_client.py --era 2026 \\
         --call add='{"a": 2, "b": 3}' --call ask_llm='{"question": "6 x 7?"}' \\
-        -- .peers/mcp2/bin/python sample_sessions/peers/mcp_demo_server.py
+        -- .peers/mcp2/bin/python tests/harness/sdk/mcp_demo_server.py
 
 Runs under either peer venv: mcp 2.x (`.peers/mcp2`) or mcp 1.x (`.peers/mcp1`).
 
@@ -262,10 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         error = f"timed out after {args.timeout:g} s"
     except Exception as e:  # noqa: BLE001 - report any failure as one line, details on stderr
         # anyio wraps task-group failures: show the innermost one
-        while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
-            e = e.exceptions[0]
-        traceback.print_exception(e, file=sys.stderr)
-        error = f"{type(e).__name__}: {e}"
+        inner: BaseException = e
+        while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+            inner = inner.exceptions[0]
+        traceback.print_exception(inner, file=sys.stderr)
+        error = f"{type(inner).__name__}: {inner}"
     summary["callbacks"] = cb.counts
     summary["callback_log"] = cb.log
     summary["progress"] = cb.progress

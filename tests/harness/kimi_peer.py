@@ -1,11 +1,14 @@
-"""Locate the real Kimi CLI agent and build a scratch environment for one offline run.
+"""A scratch environment for one offline run of the real Kimi CLI agent, and its LLM scripts.
 
-kimi runs with the `_scripted_echo` chat provider (no network, no LLM): each LLM call answers
-with the next script of a JSON list (see `shared/protocol/kimi-offline.md`). One `KimiRun` owns a
-temporary folder with a scratch HOME, a work dir, `config.toml` and `scripts.json`, and hands out
+kimi runs with the `_scripted_echo` chat provider, a test-only provider kimi-cli ships (no
+network, no LLM): each LLM call answers with the next script of the JSON list in the file named
+by $KIMI_SCRIPTED_ECHO_SCRIPTS, one string per call, written in a small line-based language (the
+helpers at the end of this module write it; kimi's own parser is `kosong/chat_provider/echo/dsl.py`
+in the kimi venv). One `KimiRun` owns a temporary folder with a scratch HOME (kimi writes its logs
+and session folders under `~/.kimi/`), a work dir, `config.toml` and `scripts.json`, and hands out
 the argv and environment for `kimi --wire`. Nothing here starts a process.
 
-    run = KimiRun.create(["text: hi"], session_id="s-approve")
+    run = KimiRun.create([script(text("hi"))], session_id="s-approve")
     subprocess.Popen(run.argv(), env=run.env(), cwd=run.workdir, ...)
     run.cleanup()
 """
@@ -16,16 +19,12 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Self
 
-from wire_recorder.recorder.errors import UserError
-
-KIMI_VERSION = "1.51.0"
-ENV_KIMI = "WIRE_KIMI"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PEER = REPO_ROOT / ".peers" / "kimi" / "bin" / "kimi"
+from tests.harness.peers import find_kimi
 
 CONFIG_TOML = """\
 default_model = "echo"
@@ -45,53 +44,6 @@ api_key = ""
 # Inherited variables that would change what the agent does or prints. Every inherited KIMI_*
 # variable is dropped as well (model overrides, share dir, OAuth hosts, ...).
 _DROP_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOG_LEVEL")
-
-
-class PeerMissing(UserError):
-    """The real kimi agent is not installed where we look for it."""
-
-    exit_code = 3
-
-
-def install_hint() -> str:
-    return (
-        f"install it with `bash scripts/setup-peers` (creates .peers/kimi with Python >= 3.12 and "
-        f"`pip install kimi-cli=={KIMI_VERSION}`), or set {ENV_KIMI}=/path/to/kimi"
-    )
-
-
-def _is_executable(p: Path) -> bool:
-    return p.is_file() and os.access(p, os.X_OK)
-
-
-def find_kimi(repo_root: Path | None = None) -> Path:
-    """Path of the kimi executable: $WIRE_KIMI, else <repo>/.peers/kimi/bin/kimi, else PATH.
-
-    Raises PeerMissing naming every place looked at. An explicit $WIRE_KIMI that does not point
-    at an executable is an error (no silent fallback to another kimi).
-    """
-    explicit = os.environ.get(ENV_KIMI)
-    if explicit:
-        p = Path(explicit).expanduser()
-        if not p.is_absolute() and os.sep not in explicit:
-            found = shutil.which(explicit)
-            if found:
-                return Path(found)
-        if _is_executable(p):
-            return p.absolute()
-        raise PeerMissing(
-            f"kimi not found: ${ENV_KIMI}={explicit} is not an executable file", install_hint()
-        )
-    peer = (repo_root / ".peers" / "kimi" / "bin" / "kimi") if repo_root else DEFAULT_PEER
-    if _is_executable(peer):
-        return peer
-    on_path = shutil.which("kimi")
-    if on_path:
-        return Path(on_path)
-    raise PeerMissing(
-        f"kimi not found: ${ENV_KIMI} is unset, {peer} does not exist and `kimi` is not on PATH",
-        install_hint(),
-    )
 
 
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -132,7 +84,7 @@ class KimiRun:
         tmp_root: Path | str | None = None,
         max_context_size: int = 100000,
         keep: bool = False,
-    ) -> "KimiRun":
+    ) -> Self:
         exe = Path(kimi) if kimi is not None else find_kimi()
         # realpath: kimi keys its session folder on the canonical work-dir path
         root = Path(
@@ -192,8 +144,55 @@ class KimiRun:
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> "KimiRun":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+# ---------------------------------------------------------------------------------------------
+# The echo scripts: one string per LLM call, one part per line (`id:`, `usage:`, `think:`,
+# `text:`, `tool_call:`, `tool_call_part:`; a script `error: ...` simulates a provider error).
+
+
+def msg_id(v: str) -> str:
+    return f"id: {v}"
+
+
+def usage(input_other: int = 0, output: int = 0, input_cache_read: int = 0, input_cache_creation: int = 0) -> str:
+    return "usage: " + json.dumps(
+        {
+            "input_other": input_other,
+            "output": output,
+            "input_cache_read": input_cache_read,
+            "input_cache_creation": input_cache_creation,
+        }
+    )
+
+
+def think(s: str) -> str:
+    assert "\n" not in s
+    return f"think: {s}"
+
+
+def text(s: str) -> str:
+    assert "\n" not in s  # the language is line based (and kimi strips each line)
+    return f"text: {s}"
+
+
+def tool_call(call_id: str, name: str, arguments: Any) -> str:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return "tool_call: " + json.dumps({"id": call_id, "name": name, "arguments": args}, ensure_ascii=False)
+
+
+def tool_call_part(arguments_part: str) -> str:
+    return "tool_call_part: " + json.dumps({"arguments_part": arguments_part}, ensure_ascii=False)
+
+
+def script(*lines: str) -> str:
+    return "\n".join(lines)
+
+
+def shell(call_id: str, command: str) -> str:
+    return tool_call(call_id, "Shell", {"command": command})

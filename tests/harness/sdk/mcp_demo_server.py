@@ -1,7 +1,7 @@
 """A small MCP stdio server that asks its client for sampling, roots and elicitation.
 
-    .peers/mcp2/bin/python sample_sessions/peers/mcp_demo_server.py   # mcp 2.x: both protocol eras
-    .peers/mcp1/bin/python sample_sessions/peers/mcp_demo_server.py   # mcp 1.x: handshake era only
+    .peers/mcp2/bin/python tests/harness/sdk/mcp_demo_server.py   # mcp 2.x: both protocol eras
+    .peers/mcp1/bin/python tests/harness/sdk/mcp_demo_server.py   # mcp 1.x: handshake era only
 
 Tools (the same names, arguments and results under both SDK lines):
 
@@ -31,9 +31,9 @@ SDK's per-request INFO log lines are turned off, so stderr stays quiet unless so
 import logging
 import sys
 import warnings
+from importlib.metadata import version
 
 import anyio
-from importlib.metadata import version
 
 warnings.filterwarnings("ignore", message=".*deprecat.*", category=Warning)
 try:  # the category exists in mcp 2.x only

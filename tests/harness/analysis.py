@@ -15,18 +15,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from wire_recorder.recorder.scripted_client import Approval, ClientPlan, Prompt  # noqa: E402
-from sample_sessions.scenarios import (  # noqa: E402
-    SCENARIOS, Scenario, check_scenario, msg_id, run_scenario, script, shell, text, tool_call, usage)
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.kimi_peer import msg_id, script, shell, text, tool_call, usage
+from tests.harness.scripted_client import Approval, ClientPlan, Prompt
+from tests.harness.wire import Scenario, check_scenario, run_scenario
 
 BIN = Path(sys.executable).parent
 SUBAGENT_SUMMARY = "The subagent listed the work folder and found nothing unusual there. " * 4
 
-# Not in sample_sessions (that file belongs to another helper): a subagent with its own approved
+# Not a sample session (the analysis tests alone need it): a subagent with its own approved
 # Shell call, a provider error retried once, and a turn that fails with -32003.
 SUBAGENT_ERRORS = Scenario(
     name="analysis_subagent_errors",

@@ -8,10 +8,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_sessions"
 BIN = Path(sys.executable).parent
 WIRE_REPLAY = str(BIN / "wire-replay")
@@ -37,7 +38,8 @@ def record_scenario(name: str, db: str | os.PathLike, scripts: Sequence[str] | N
     result. `scripts` replaces the scenario's echo scripts."""
     import dataclasses
 
-    from sample_sessions.scenarios import SCENARIOS, run_scenario
+    from sample_sessions.scenarios import SCENARIOS
+    from tests.harness.wire import run_scenario
 
     sc = SCENARIOS[name]
     if scripts is not None:
@@ -57,8 +59,8 @@ class Agent:
     start `kimi --wire` again. Use as a context manager."""
 
     def __init__(self, name: str, scripts: Sequence[str] | None = None, tmp_root=None):
-        from wire_recorder.recorder.kimi_peer import KimiRun
         from sample_sessions.scenarios import SCENARIOS
+        from tests.harness.kimi_peer import KimiRun
 
         sc = SCENARIOS[name]
         self.run = KimiRun.create(list(scripts) if scripts is not None else sc.scripts,
@@ -84,7 +86,7 @@ class Agent:
             args += ["--env", f"{k}={v}"]
         return args + ["--", *self.argv]
 
-    def __enter__(self) -> "Agent":
+    def __enter__(self) -> Agent:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -2,7 +2,7 @@
 
 Run it with the SDK's own interpreter (the project venv does not have the SDK):
 
-    .peers/acp/bin/python sample_sessions/peers/acp_client.py PLAN.json \
+    .peers/acp/bin/python tests/harness/sdk/acp_client.py PLAN.json \
         [--summary OUT.json] [--raw-in A2C.bin] [--raw-out C2A.bin] [--agent-stderr ERR.log] \
         -- wire-proxy --db s.db -q -- kimi acp
 
@@ -55,7 +55,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 try:
     import acp
@@ -389,14 +389,15 @@ async def run(plan: dict[str, Any], agent_argv: list[str], *, agent_stderr: Any,
     writer = proc.stdin
     orig_write = writer.write
 
-    def logged_write(data: bytes) -> None:  # the SDK writes one whole frame per call
+    def logged_write(data: bytes | bytearray | memoryview) -> None:  # one whole frame per call
         raw_out.extend(data)
         orig_write(data)
 
     writer.write = logged_write  # type: ignore[method-assign]
     reader = asyncio.StreamReader(limit=1 << 26)
     tee = asyncio.ensure_future(_tee(proc.stdout, reader, raw_in))
-    conn = acp.connect_to_agent(client, writer, reader)
+    # PlanClient implements the SDK's Client protocol by its methods, not by inheritance
+    conn = acp.connect_to_agent(cast(Any, client), writer, reader)
     client.conn = conn
     timeout = float(plan.get("timeout", 60))
     exit_timeout = float(plan.get("exit_timeout", 60))
@@ -460,7 +461,7 @@ async def _exchange(plan: dict[str, Any], client: PlanClient, conn: Any, summary
         except TimeoutError:
             summary["available_commands_update"] = "not seen before the first prompt"
     summary["session"] = client.phase
-    for i, text in enumerate(plan.get("prompts", []), 1):
+    for text in plan.get("prompts", []):
         ph: dict[str, Any] = {"prompt": text, "updates": [], "requests": []}
         client.phase = ph
         summary["prompts"].append(ph)

@@ -24,8 +24,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 CLIENT_INFO = {"name": "wire-recorder-scripted-client", "version": "0.1.0"}
 
@@ -42,19 +43,19 @@ class Approval:
     feedback: str | None = None
 
     @staticmethod
-    def approve() -> "Approval":
+    def approve() -> Approval:
         return Approval("approve")
 
     @staticmethod
-    def reject(feedback: str | None = None) -> "Approval":
+    def reject(feedback: str | None = None) -> Approval:
         return Approval("reject", feedback)
 
     @staticmethod
-    def for_session() -> "Approval":
+    def for_session() -> Approval:
         return Approval("approve_for_session")
 
     @staticmethod
-    def pending() -> "Approval":
+    def pending() -> Approval:
         return Approval("pending")
 
 
@@ -420,12 +421,14 @@ class _Driver:
             result = {"request_id": p.get("id", rid), "answers": answers}
         elif t == "HookRequest":
             event = str(p.get("event", ""))
-            h = self.plan.hook_answers.get(event, HookAnswer())
-            if isinstance(h, (list, tuple)):
+            planned = self.plan.hook_answers.get(event, HookAnswer())
+            if isinstance(planned, HookAnswer):
+                answer = planned
+            else:
                 i = self.hook_i.get(event, 0)
                 self.hook_i[event] = i + 1
-                h = h[i] if i < len(h) else HookAnswer()
-            result = {"request_id": p.get("id", rid), "action": h.action, "reason": h.reason}
+                answer = planned[i] if i < len(planned) else HookAnswer()
+            result = {"request_id": p.get("id", rid), "action": answer.action, "reason": answer.reason}
         else:
             self.problems.append(f"unknown request type {t!r}")
             self._send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"unsupported {t}"}})
@@ -591,7 +594,7 @@ class _Driver:
                 return
             timeout = plan.prompt_timeout + (plan.init_timeout if not plan.initialize and rid == "p-1" else 0)
             ok = self._pump(self._has_response(rid), min(hard_deadline, time.monotonic() + timeout))
-            for when, kind, _ in self.scheduled:
+            for _when, kind, _ in self.scheduled:
                 self.notes.append(f"{kind} for {rid} not sent: the prompt ended first")
             self.scheduled = []
             for trig in self.triggers:
