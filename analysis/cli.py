@@ -11,10 +11,14 @@ import sys
 
 import typer
 
-from wire_recorder.recorder.edge import entry
+from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import OutputError, UsageError
 
 from .output import ExportFormat, OutputFormat, SummaryFormat
+
+# each command's name, for its console script and its notes on stderr
+QUERY, STATS, SHOW, IMPORT, EXPORT = ("wire-query", "wire-stats", "wire-show", "wire-import",
+                                      "wire-export")
 
 
 def _app(help_text: str) -> typer.Typer:
@@ -72,8 +76,8 @@ def stats_cmd(
         render_summary(summary)
 
 
-query_main = entry(query_app, "wire-query")
-stats_main = entry(stats_app, "wire-stats")
+query_main = entry(query_app, QUERY)
+stats_main = entry(stats_app, STATS)
 
 
 # -- wire-show ---------------------------------------------------------------------------------
@@ -117,7 +121,7 @@ def show_cmd(
                     f.write(page)
             except OSError as e:
                 raise OutputError(f"cannot write {html_out}: {e.strerror}") from None
-            sys.stderr.write(f"wire-show: wrote {html_out} ({len(page):,} bytes)\n")
+            say(SHOW, f"wrote {html_out} ({len(page):,} bytes)")
             return
         from .export import _frames, _session_row
 
@@ -165,7 +169,7 @@ def import_cmd(
                                                                     name=os.path.basename(p)))
     if not quiet:
         frames = sum(r["frames"] for r in results)
-        sys.stderr.write(f"wire-import: {len(results)} session(s), {frames:,} frames into {db}\n")
+        say(IMPORT, f"{len(results)} session(s), {frames:,} frames into {db}")
 
 
 # -- wire-export -------------------------------------------------------------------------------
@@ -196,8 +200,8 @@ def export_cmd(
                           transient=True, disable=len(ids) < 5) as bar:
                 task = bar.add_task("export", total=len(ids))
                 files = export_parquet(ws, out, ids, progress=lambda _: bar.advance(task))
-            sys.stderr.write(f"wire-export: {len(files)} session(s) into {out}/frames and "
-                             f"{out}/sessions (partitioned by day)\n")
+            say(EXPORT, f"{len(files)} session(s) into {out}/frames and {out}/sessions "
+                        "(partitioned by day)")
             return
         if session and len(session) > 1:
             raise UsageError(f"--format {fmt.value} writes one session", "give one --session")
@@ -209,12 +213,12 @@ def export_cmd(
                     n = writer(ws, sid, f)
             except OSError as e:
                 raise OutputError(f"cannot write {out}: {e.strerror}") from None
-            sys.stderr.write(f"wire-export: session {sid}, {n:,} frames into {out}\n")
+            say(EXPORT, f"session {sid}, {n:,} frames into {out}")
         else:
             writer(ws, sid, sys.stdout.buffer)
             sys.stdout.flush()
 
 
-show_main = entry(show_app, "wire-show")
-import_main = entry(import_app, "wire-import")
-export_main = entry(export_app, "wire-export")
+show_main = entry(show_app, SHOW)
+import_main = entry(import_app, IMPORT)
+export_main = entry(export_app, EXPORT)
