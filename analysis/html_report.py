@@ -9,6 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import math
+from typing import Any
+
+from wire_recorder.recorder import protocols
+from wire_recorder.recorder.protocols.base import Adapter
 
 from .sources import Workspace
 
@@ -38,10 +42,16 @@ def _esc(s) -> str:
     return html.escape("" if s is None else str(s), quote=True)
 
 
+def _one(ws: Workspace, sql: str, params) -> Any:
+    """The first column of the first row (an aggregate)."""
+    row = ws.con.execute(sql, params).fetchone()
+    return row[0] if row else None
+
+
 def _rows(ws: Workspace, sql: str, params) -> list[dict]:
     cur = ws.con.execute(sql, params)
     cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
 def _ms(v) -> str:
@@ -59,8 +69,11 @@ def _nice_step(span_ms: float, target: int = 10) -> float:
     return 10 * mag
 
 
-def timeline_svg(ws: Workspace, sid: str, t0_ns: int, width: int = 1100) -> tuple[str, int]:
-    """Turns, steps, tool calls as bars on one time axis; approval waits drawn inside tool bars."""
+def timeline_svg(ws: Workspace, sid: str, t0_ns: int, width: int = 1100,
+                 adapter: Adapter | None = None) -> tuple[str, int]:
+    """Turns, steps, tool calls as bars on one time axis; approval waits drawn inside tool bars.
+    `adapter` (the session's protocol's) says which requests are approvals."""
+    approvals = (adapter or protocols.for_session(None)).approval_types
     turns = _rows(ws, """
         SELECT t.turn, t.status, t.user_input, t.total_tokens,
             (f.mono_ns - ?) / 1e6 AS start_ms, coalesce(t.duration_ms, t.response_ms, 0) AS dur
@@ -144,7 +157,7 @@ def timeline_svg(ws: Workspace, sid: str, t0_ns: int, width: int = 1100) -> tupl
                      f'height="{row_h}" fill="{fill}"><title>{_esc(tip)}</title></rect>')
     for a in appr:
         wait = a["wait_ms"] if a["wait_ms"] is not None else a["agent_resolved_ms"]
-        fill = "#f28e2b" if a["type"] == "ApprovalRequest" else "#b07aa1"
+        fill = "#f28e2b" if a["type"] in approvals else "#b07aa1"
         tip = (f"{a['type']} {a['subject'] or ''}: {a['outcome']} by {a['resolved_by'] or '?'} "
                f"after {_ms(wait)}")
         parts.append(f'<rect class="wait" x="{x(a["start_ms"]):.1f}" y="{y_req}" width="{w(wait):.1f}" '
@@ -246,12 +259,13 @@ def _table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
 def render_html(ws: Workspace, sid: str) -> str:
     s = _rows(ws, "SELECT * FROM sessions WHERE session_id = ?", [sid])[0]
     # The axis starts at the first prompt (or turn): the agent's start-up would otherwise take
-    # a good part of a short session's width.
-    t0 = ws.con.execute("""SELECT min(mono_ns) FROM wr_events WHERE session_id = ?
-                           AND (type = 'TurnBegin' OR method IN ('prompt', 'session/prompt'))""",
-                        [sid]).fetchone()[0]
+    # a good part of a short session's width. The protocol's adapter says what starts a turn.
+    adapter = protocols.for_session(s.get("protocol"))
+    t0 = _one(ws, """SELECT min(mono_ns) FROM wr_events WHERE session_id = ?
+                     AND (list_contains(?::VARCHAR[], type) OR list_contains(?::VARCHAR[], method))""",
+              [sid, sorted(adapter.turn_begin_types), sorted(adapter.turn_methods)])
     if t0 is None:
-        t0 = ws.con.execute("SELECT min(mono_ns) FROM frames WHERE session_id = ?", [sid]).fetchone()[0] or 0
+        t0 = _one(ws, "SELECT min(mono_ns) FROM frames WHERE session_id = ?", [sid]) or 0
     tot = _rows(ws, """SELECT count(*) AS turns, sum(steps) AS steps, sum(total_tokens) AS tokens,
                            sum(input_cache_read) AS cr,
                            sum(input_other + input_cache_read + input_cache_creation) AS inp,
@@ -261,13 +275,13 @@ def render_html(ws: Workspace, sid: str) -> str:
                           sum(approval_wait_ms) AS wait FROM tool_calls
                        WHERE session_id = ? AND NOT history""", [sid])[0]
     # the same rows as the errors table below (stderr lines count only when they say a failure)
-    nerr = ws.con.execute("SELECT count(*) FROM errors WHERE session_id = ?", [sid]).fetchone()[0]
+    nerr = _one(ws, "SELECT count(*) FROM errors WHERE session_id = ?", [sid])
     ratio = f"{(tot['cr'] or 0) / tot['inp']:.1%}" if tot["inp"] else "n/a"
     cards = [("turns", tot["turns"]), ("steps", tot["steps"] or 0), ("tokens", f"{tot['tokens'] or 0:,}"),
              ("cache hit", ratio), ("output tokens", f"{tot['out'] or 0:,}"), ("tool calls", tc["n"]),
              ("failed tools", tc["err"]), ("approvals", tc["appr"]),
              ("human wait", _ms(tc["wait"]) if tc["wait"] else "–"), ("errors", nerr)]
-    timeline, _ = timeline_svg(ws, sid, t0)
+    timeline, _ = timeline_svg(ws, sid, t0, adapter=adapter)
     turns = _rows(ws, """SELECT turn, status, steps, tool_calls, total_tokens, input_cache_read,
                             output, duration_ms, user_input FROM turns WHERE session_id = ? ORDER BY turn""", [sid])
     slow = _rows(ws, """SELECT tool_name, tool_call_id, duration_ms, is_error, approval,

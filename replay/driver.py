@@ -220,13 +220,13 @@ class _AgentReplay:
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
-        rec_values = environment_values(rec.command, rec.cwd)
-        self.rec_norm = Normalizer(rules, rec_values)
+        rec_values = environment_values(rec.command, rec.cwd, adapter=self.adapter)
+        self.rec_norm = Normalizer(rules, rec_values, self.adapter)
         # recorded answers are re-served into the live run, so the recorded paths in them can come
         # back in live frames (an MCP server echoing the roots it was given)
-        live_values = environment_values(argv, cwd, dict(env) if env else None)
+        live_values = environment_values(argv, cwd, dict(env) if env else None, self.adapter)
         self.live_norm = Normalizer(rules, sorted(set(live_values + rec_values),
-                                                  key=lambda x: -len(x[0])))
+                                                  key=lambda x: -len(x[0])), self.adapter)
         self.book = RequestBook(parse_match_on(opts.match_on, self.adapter.default_match_on))
         # Recorded values the client sends back, and what the live run has instead: the work dir
         # (an ACP client names it in session/new) and values the agent mints in its responses

@@ -1,87 +1,40 @@
 """Short, human descriptions of frames for reports: `ToolCall Shell{"command": "ls"}`,
-`ContentPart text "Done."`, `response p-1 {"status":"finished"}`."""
+`ContentPart text "Done."`, `response p-1 {"status":"finished"}`.
+
+The session's protocol adapter labels its own frames (`Adapter.describe`, in
+recorder/protocols/<protocol>/labels.py, where wire-show's labels come from too); what it leaves
+gets the generic JSON-RPC label here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from wire_recorder.recorder.protocols.text import MAX
+from wire_recorder.recorder.protocols.text import quote as _q
+from wire_recorder.recorder.protocols.text import short as _short
 
 from .recording import Msg
 
-MAX = 70
-
-
-def _short(s: Any, n: int = MAX) -> str:
-    if not isinstance(s, str):
-        s = orjson.dumps(s).decode() if s is not None else "null"
-    s = s.replace("\n", "\\n")
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _q(s: Any, n: int = MAX) -> str:
-    return '"' + _short(s, n) + '"'
+__all__ = ["MAX", "describe", "field_diff"]
 
 
 def describe(m: Msg, payload: Any = None) -> str:
     """`payload` is the (normalised) payload to show; defaults to the message's own."""
     p = m.payload if payload is None else payload
-    if m.kind != "invalid":
-        label = m.adapter.describe(m.kind, m.method, m.msg_type, p)
-        if label is not None:
-            return label
     if m.kind == "invalid":
         return "non-JSON frame " + _q(m.raw.decode("utf-8", "replace"), 50)
+    label = m.adapter.describe(m.kind, m.method, m.msg_type, p)
+    if label is not None:
+        return label
     if m.kind in ("response", "error"):
         rid = "" if m.rpc_id is None else \
             " " + (m.rpc_id if isinstance(m.rpc_id, str) else _short(m.rpc_id))
         if m.kind == "error" and isinstance(p, dict):
             return f"error{rid} {p.get('code')} {_q(p.get('message'), 50)}"
         return f"response{rid} {_short(p, 50)}"
-    if m.method not in ("event", "request"):
-        rid = "" if m.rpc_id is None else f"#{m.rpc_id}"
-        body = "" if p is None else " " + _short(p, 50)
-        return f"{m.kind} {m.method}{rid}{body}"
-    t = m.msg_type or "?"
-    d = p if isinstance(p, dict) else {}
-    try:
-        if t == "ContentPart":
-            kind = d.get("type")
-            body = d.get(kind) if kind in ("text", "think") else d
-            return f"ContentPart {kind} {_q(body, 60)}"
-        if t == "ToolCall":
-            fn = d.get("function") or {}
-            return f"ToolCall {fn.get('name')}{_short(fn.get('arguments') or '', 60)}"
-        if t == "ToolCallPart":
-            return f"ToolCallPart {_q(d.get('arguments_part'), 60)}"
-        if t == "ToolResult":
-            rv = d.get("return_value") or {}
-            state = "error" if rv.get("is_error") else "ok"
-            out = rv.get("output") if rv.get("output") not in ("", None) else rv.get("message")
-            return f"ToolResult {d.get('tool_call_id')} {state} {_q(out, 50)}"
-        if t == "ApprovalRequest":
-            return f"ApprovalRequest {d.get('sender')}: {_short(d.get('description'), 60)}"
-        if t == "ApprovalResponse":
-            fb = f" {_q(d.get('feedback'), 40)}" if d.get("feedback") else ""
-            return f"ApprovalResponse {d.get('response')}{fb}"
-        if t == "ToolCallRequest":
-            return f"ToolCallRequest {d.get('name')}{_short(d.get('arguments') or '', 60)}"
-        if t == "QuestionRequest":
-            qs = [q.get("question") for q in d.get("questions") or [] if isinstance(q, dict)]
-            return f"QuestionRequest {_short(qs, 60)}"
-        if t == "HookRequest":
-            return f"HookRequest {d.get('event')} {d.get('target')}"
-        if t == "StepBegin":
-            return f"StepBegin {d.get('n')}"
-        if t == "TurnBegin":
-            return f"TurnBegin {_q(d.get('user_input'), 50)}"
-        if t == "StatusUpdate":
-            return f"StatusUpdate {d.get('message_id')} tokens={d.get('context_tokens')}"
-    except (AttributeError, TypeError):
-        pass
-    if not d:
-        return t
-    return f"{t} {_short(d, 60)}"
+    rid = "" if m.rpc_id is None else f"#{m.rpc_id}"
+    body = "" if p is None else " " + _short(p, 50)
+    return f"{m.kind} {m.method}{rid}{body}"
 
 
 def field_diff(a: Any, b: Any, path: str = "", out: list[str] | None = None,
@@ -103,7 +56,7 @@ def field_diff(a: Any, b: Any, path: str = "", out: list[str] | None = None,
                 break
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             if x != y:
                 field_diff(x, y, f"{path}[{i}]", out, limit)
             if len(out) >= limit:

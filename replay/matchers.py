@@ -4,10 +4,17 @@ by its id (kimi makes a fresh one per run).
 A matcher is a small named function from a request (method, the protocol adapter's finer type,
 normalised payload) to a JSON value; two requests match when every selected matcher gives equal
 values. Matchers that do not concern a request's type give None on both sides, so they compose
-freely. Each protocol adapter names its defaults (recorder/protocols/):
+freely.
+
+Two matchers are generic and defined here: `method` and `payload`. Each protocol adapter adds
+its own (`Adapter.matchers`, e.g. recorder/protocols/wire/matchers.py) and names its defaults
+(`Adapter.default_match_on`):
 
     wire:     ("method", "type", "approval", "tool_call", "question", "hook", "other")
     acp, mcp: ("method", "payload")
+
+All names share one namespace (`--match-on` takes any): the generic ones first, then each
+adapter's in detection order; a name already taken is skipped with a warning on stderr.
 
 Recorded requests wait in one queue per key (the tuple of matcher values), in recording order;
 a live request takes the head of its key's queue. Register more with `@matcher("name")`.
@@ -15,33 +22,25 @@ a live request takes the head of its key's queue. Register more with `@matcher("
 
 from __future__ import annotations
 
+import sys
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import orjson
 
 from wire_recorder.recorder import protocols
-
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.protocols.base import Matcher, Request
+
 from .labels import _short, field_diff
 from .normalize import canonical
 from .recording import Msg
 
+__all__ = ["DEFAULT_MATCH_ON", "MATCHERS", "MATCHER_DOCS", "Matcher", "Request", "RequestBook",
+           "fallback_answer", "matcher", "parse_match_on", "rewrite_answer"]
 
-@dataclass(frozen=True)
-class Request:
-    """What matchers look at."""
-
-    method: str | None
-    msg_type: str | None
-    payload: Any  # normalised
-
-    def get(self, key: str) -> Any:
-        return self.payload.get(key) if isinstance(self.payload, dict) else None
-
-
-Matcher = Callable[[Request], Any]
 MATCHERS: dict[str, Matcher] = {}
 MATCHER_DOCS: dict[str, str] = {}
 
@@ -55,65 +54,9 @@ def matcher(name: str, doc: str = "") -> Callable[[Matcher], Matcher]:
     return register
 
 
-def _json_or_text(s: Any) -> Any:
-    """Tool arguments are JSON text: compare them parsed, so spacing and key order don't count."""
-    if isinstance(s, str):
-        try:
-            return orjson.loads(s)
-        except orjson.JSONDecodeError:
-            return s
-    return s
-
-
-SPECIFIC_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
-
-
 @matcher("method", "JSON-RPC method (`request` for Wire requests)")
 def _method(r: Request) -> Any:
     return r.method
-
-
-@matcher("type", "Wire request type: ApprovalRequest, ToolCallRequest, …")
-def _type(r: Request) -> Any:
-    return r.msg_type
-
-
-@matcher("approval", "ApprovalRequest: sender, action, description")
-def _approval(r: Request) -> Any:
-    if r.msg_type != "ApprovalRequest":
-        return None
-    return [r.get("sender"), r.get("action"), r.get("description")]
-
-
-@matcher("tool_call", "ToolCallRequest: tool name and arguments (parsed JSON)")
-def _tool_call(r: Request) -> Any:
-    if r.msg_type != "ToolCallRequest":
-        return None
-    return [r.get("name"), _json_or_text(r.get("arguments"))]
-
-
-@matcher("question", "QuestionRequest: the questions with their options")
-def _question(r: Request) -> Any:
-    if r.msg_type != "QuestionRequest":
-        return None
-    return r.get("questions")
-
-
-@matcher("hook", "HookRequest: subscription, event, target, tool name and tool input")
-def _hook(r: Request) -> Any:
-    if r.msg_type != "HookRequest":
-        return None
-    data = r.get("input_data")
-    data = data if isinstance(data, dict) else {}
-    return [r.get("subscription_id"), r.get("event"), r.get("target"), data.get("tool_name"),
-            data.get("tool_input")]
-
-
-@matcher("other", "any other request type: its whole normalised payload")
-def _other(r: Request) -> Any:
-    if r.msg_type in SPECIFIC_TYPES:
-        return None
-    return r.payload
 
 
 @matcher("payload", "the whole normalised payload, for every type (strict)")
@@ -121,17 +64,19 @@ def _payload(r: Request) -> Any:
     return r.payload
 
 
-@matcher("tool_call_id", "payload.tool_call_id (kimi takes it from the model's tool call)")
-def _tool_call_id(r: Request) -> Any:
-    return r.get("tool_call_id")
+def _adapter_matchers() -> None:
+    for adapter in protocols.ADAPTERS.values():
+        for name, (fn, doc) in adapter.matchers.items():
+            if name in MATCHERS:
+                print(f"wire-replay: matcher {name!r} of protocol {adapter.name} is already "
+                      f"taken; skipped", file=sys.stderr)
+                continue
+            matcher(name, doc)(fn)
 
 
-@matcher("display", "ApprovalRequest: the display blocks (command, diff, …)")
-def _display(r: Request) -> Any:
-    return r.get("display") if r.msg_type == "ApprovalRequest" else None
+_adapter_matchers()
 
-
-DEFAULT_MATCH_ON: tuple[str, ...] = protocols.get("wire").default_match_on
+DEFAULT_MATCH_ON: tuple[str, ...] = protocols.get(protocols.LEGACY).default_match_on
 
 
 def parse_match_on(spec: str | Sequence[str] | None,
@@ -190,7 +135,7 @@ class RequestBook:
         self.entries.append(e)
         self.queues.setdefault(e.parts, deque()).append(e)
 
-    def extend(self, items: Iterable[tuple[Msg, Request]]) -> "RequestBook":
+    def extend(self, items: Iterable[tuple[Msg, Request]]) -> RequestBook:
         for m, r in items:
             self.add(m, r)
         return self
@@ -207,7 +152,7 @@ class RequestBook:
         parts = self.parts(request)
         scored = []
         for e in self.entries:
-            failed = [name for name, a, b in zip(self.match_on, e.parts, parts) if a != b]
+            failed = [name for name, a, b in zip(self.match_on, e.parts, parts, strict=True) if a != b]
             scored.append((len(failed), e.used_by is not None, e.msg.index, e, failed))
         scored.sort(key=lambda x: x[:3])
         out = []

@@ -3,9 +3,10 @@ of an unchanged agent (ids, clocks, scratch paths) does not count as a change.
 
 Two layers, both documented in docs/replay.md:
 
-* value patterns, applied to the raw JSON text of every frame: UUIDs, ISO timestamps, kimi
-  background-task ids, and the run's own scratch paths and kimi session id (taken from the
-  agent command and cwd of each side), replaced by placeholders;
+* value patterns, applied to the raw JSON text of every frame: UUIDs, ISO timestamps, those the
+  protocol adapter adds (`Adapter.value_patterns`: Wire's kimi background-task ids), and the
+  run's own scratch paths and session id (taken from the agent command, with the adapter's
+  `session_flags` and `path_flags`, and the cwd of each side), replaced by placeholders;
 * ignore rules `[SELECTOR:]PATH` (defaults below, more with `--ignore`): the value at PATH is
   replaced by "<ignored>" in frames that SELECTOR picks (a Wire type such as ApprovalRequest, a
   JSON-RPC method, `response`/`error`, or none = every frame). PATH is dotted; `*` is any one key
@@ -17,14 +18,16 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import orjson
 
 from wire_recorder.recorder import protocols
-
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.protocols.base import Adapter
+
 from .recording import Msg
 
 IGNORED = "<ignored>"
@@ -37,11 +40,11 @@ class IgnoreRule:
     reason: str = ""
 
     @classmethod
-    def parse(cls, text: str, reason: str = "") -> "IgnoreRule":
-        sel, sep, path = text.partition(":")
+    def parse(cls, text: str, reason: str = "") -> IgnoreRule:
+        head, sep, path = text.partition(":")
         if not sep:
-            sel, path = None, text
-        sel = sel.strip() if sel else None
+            head, path = "", text
+        sel = head.strip() if head else None
         segs = tuple(s for s in path.strip().split("."))
         if not path.strip() or any(not s for s in segs):
             raise UsageError(f"--ignore {text!r} is not a path",
@@ -62,22 +65,26 @@ class IgnoreRule:
         return None if last in ("*", "**") else orjson.dumps(last)
 
 
-def default_rules(adapter) -> tuple[IgnoreRule, ...]:
+def default_rules(adapter: Adapter) -> tuple[IgnoreRule, ...]:
     """The protocol adapter's ignore rules (recorder/protocols/), parsed."""
     return tuple(IgnoreRule.parse(text, reason) for text, reason in adapter.ignore)
 
 
-DEFAULT_IGNORE: tuple[IgnoreRule, ...] = default_rules(protocols.get("wire"))
+# Sessions whose protocol is not known are read as Wire ones (replay/recording.py).
+DEFAULT_ADAPTER = protocols.get(protocols.LEGACY)
+DEFAULT_IGNORE: tuple[IgnoreRule, ...] = default_rules(DEFAULT_ADAPTER)
 
-# (name, pattern, placeholder). One combined regex runs over each frame's raw bytes.
+# (name, pattern, placeholder) for every protocol; the adapter's own come after these. One
+# combined regex runs over each frame's raw bytes.
 VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
     ("uuid", rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", b"<uuid>"),
     ("hex32", rb"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])", b"<hex>"),
     ("timestamp", rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", b"<time>"),
-    ("task_id", rb"\bbash-[0-9a-z]{8}\b", b"<task>"),
-    ("agent_id_text", rb"agent_id: a[0-9a-f]{8}\b", b"agent_id: <agent>"),
 )
-_PLACEHOLDERS = [ph for _, _, ph in VALUE_PATTERNS]
+
+
+def value_patterns(adapter: Adapter = DEFAULT_ADAPTER) -> tuple[tuple[str, bytes, bytes], ...]:
+    return VALUE_PATTERNS + tuple(adapter.value_patterns)
 
 
 def _json_inner(s: str) -> bytes:
@@ -104,13 +111,11 @@ class WorkDirRewrite:
         return raw
 
 
-SESSION_FLAGS = ("-S", "--session")
-PATH_FLAGS = ("-w", "--work-dir", "--config-file", "--agent-file", "--mcp-config-file")
-
-
 def environment_values(command: Sequence[str], cwd: str | None,
-                       env: dict[str, str] | None = None) -> list[tuple[bytes, bytes]]:
-    """(literal, placeholder) pairs for one side's run: its scratch paths and kimi session id.
+                       env: dict[str, str] | None = None,
+                       adapter: Adapter = DEFAULT_ADAPTER) -> list[tuple[bytes, bytes]]:
+    """(literal, placeholder) pairs for one side's run: its scratch paths and session id (the
+    value of one of the adapter's `session_flags`).
 
     Paths come from the cwd, HOME (when given), and absolute-path arguments of the command; a
     file argument contributes its folder, so `--config-file /tmp/run-x/config.toml` also covers
@@ -125,7 +130,7 @@ def environment_values(command: Sequence[str], cwd: str | None,
     args = list(command[1:])
     for i, a in enumerate(args):
         flag, eq, val = a.partition("=")
-        if flag in SESSION_FLAGS:
+        if flag in adapter.session_flags:
             v = val if eq else (args[i + 1] if i + 1 < len(args) else "")
             if len(v) >= 4:
                 session_ids.add(v)
@@ -133,7 +138,7 @@ def environment_values(command: Sequence[str], cwd: str | None,
             paths.add(a)
             if os.path.splitext(a)[1]:
                 paths.add(os.path.dirname(a))
-        elif eq and val.startswith("/") and flag in PATH_FLAGS:
+        elif eq and val.startswith("/") and flag in adapter.path_flags:
             paths.add(val)
     pairs = [(_json_inner(p.rstrip("/")), b"<path>") for p in paths if len(p.rstrip("/")) > 1]
     pairs += [(_json_inner(s), b"<kimi-session>") for s in session_ids]
@@ -146,20 +151,22 @@ class Normalizer:
     own environment values."""
 
     def __init__(self, rules: Iterable[IgnoreRule] = DEFAULT_IGNORE,
-                 values: Sequence[tuple[bytes, bytes]] = ()):
+                 values: Sequence[tuple[bytes, bytes]] = (),
+                 adapter: Adapter = DEFAULT_ADAPTER):
         self.rules = tuple(rules)
         self.values = tuple(values)
+        patterns = value_patterns(adapter)
         # one regex pass per frame: the environment literals (longest first) then the patterns
         lits = [re.escape(lit) for lit, _ in self.values]
-        self._placeholders = [ph for _, ph in self.values] + _PLACEHOLDERS
+        self._placeholders = [ph for _, ph in self.values] + [ph for _, _, ph in patterns]
         self._pattern = re.compile(b"|".join([b"(" + x + b")" for x in lits] +
-                                             [b"(" + p + b")" for _, p, _ in VALUE_PATTERNS]))
+                                             [b"(" + p + b")" for _, p, _ in patterns]))
         self._by_selector: dict[str | None, list[IgnoreRule]] = {}
         for r in self.rules:
             self._by_selector.setdefault(r.selector, []).append(r)
 
     def _sub(self, m: re.Match) -> bytes:
-        return self._placeholders[m.lastindex - 1]
+        return self._placeholders[(m.lastindex or 1) - 1]  # every alternative is a group
 
     def text(self, raw: bytes) -> bytes:
         return self._pattern.sub(self._sub, raw)

@@ -41,9 +41,11 @@ class _Serve:
         self.rec, self.opts = rec, opts
         self.in_fd, self.out_fd = stdin_fd, stdout_fd
         rules = opts.rules(rec.adapter)
-        self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd))
+        self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd,
+                                                             adapter=rec.adapter), rec.adapter)
         # the client under test started us in its work dir (its roots, its paths)
-        self.live_norm = Normalizer(rules, environment_values([], os.getcwd()))
+        self.live_norm = Normalizer(rules, environment_values([], os.getcwd(), adapter=rec.adapter),
+                                    rec.adapter)
         # an ACP agent names files by absolute path, inside the work dir the client gave it
         self._paths = WorkDirRewrite(rec.cwd, os.getcwd())
         self.inbox: queue.Queue = queue.Queue()

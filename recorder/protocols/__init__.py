@@ -1,30 +1,68 @@
-"""Protocol adapters: Wire, ACP and MCP, one module each.
+"""Protocol adapters: Wire, ACP and MCP, one package each, and any a third party installs.
 
-Every module in this package that defines `ADAPTER` is registered on import, in file-name order;
-adding a protocol means adding one file here. `get(name)` returns the adapter (unknown or missing
-names fall back to a generic JSON-RPC adapter), `detect(...)` asks each adapter whether a frame
-reveals its protocol.
+Adapters are found through the entry-point group `wire_recorder.protocols` (name = the
+protocol's name, value = `module:ADAPTER`). Detection order is fixed and documented
+(docs/protocols.md): the in-tree adapters first, in the order of `IN_TREE`, then every other
+entry point by name. The in-tree ones are imported directly, so a source tree without installed
+metadata still knows them; an entry point that fails to load, or names no Adapter, is skipped
+with one line on stderr, so a broken plugin never stops a recording.
+
+`get(name)` returns the adapter (unknown or missing names fall back to a generic JSON-RPC
+adapter), `detect(...)` asks each adapter in order whether a frame reveals its protocol.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import sys
+from importlib import metadata
 from typing import Any
 
 from .base import Adapter
 
+GROUP = "wire_recorder.protocols"
+# Wire first: its Wire-only methods and `protocol_version` are the most specific tells; ACP's
+# integer protocolVersion before MCP's string one.
+IN_TREE = ("wire", "acp", "mcp")
+# What sessions recorded before the protocol column (schema < 3) speak.
+LEGACY = "wire"
+
 ADAPTERS: dict[str, Adapter] = {}
 
 
+def _warn(what: str) -> None:
+    print(f"wire-recorder: protocol adapter {what}; skipped", file=sys.stderr)
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    try:
+        return sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name)
+    except Exception as e:  # unreadable metadata of some other distribution
+        _warn(f"entry points unreadable ({type(e).__name__}: {e})")
+        return []
+
+
+def _add(adapter: object, origin: str) -> None:
+    if not isinstance(adapter, Adapter) or not adapter.name:
+        _warn(f"{origin} is not a named wire_recorder Adapter")
+    elif adapter.name in ADAPTERS:
+        _warn(f"{origin}: protocol {adapter.name!r} is already taken")
+    else:
+        ADAPTERS[adapter.name] = adapter
+
+
 def _load() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name == "base" or info.name.startswith("_"):
+    for name in IN_TREE:
+        _add(importlib.import_module(f"{__name__}.{name}").ADAPTER, name)
+    for ep in _entry_points():
+        if ep.name in IN_TREE:  # the in-tree ones, declared by this distribution
             continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
-        adapter = getattr(mod, "ADAPTER", None)
-        if isinstance(adapter, Adapter):
-            ADAPTERS[adapter.name] = adapter
+        try:
+            adapter = ep.load()
+        except Exception as e:
+            _warn(f"{ep.name!r} ({ep.value}) failed to load: {type(e).__name__}: {e}")
+            continue
+        _add(adapter, f"{ep.name!r} ({ep.value})")
 
 
 class _Generic(Adapter):
@@ -37,11 +75,19 @@ _load()
 
 
 def names() -> list[str]:
+    """The protocols known here, in detection order."""
     return list(ADAPTERS)
 
 
 def get(name: str | None) -> Adapter:
     return ADAPTERS.get(name or "", GENERIC)
+
+
+def for_session(name: str | None) -> Adapter:
+    """The adapter that reads a stored session: its protocol's, and the Wire one for sessions
+    recorded before the protocol column or naming a protocol no adapter here knows (how they
+    have always been read)."""
+    return ADAPTERS.get(name or "") or ADAPTERS[LEGACY]
 
 
 def detect(method: str, params: Any, direction: str) -> tuple[str, str | None] | None:

@@ -7,10 +7,33 @@ matcher names, method sets) and apply them with their own machinery.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .render import Renderer, TimelineContext
 
 
 SHARED_METHODS = frozenset({"initialize"})
+
+
+@dataclass(frozen=True)
+class Request:
+    """An agent request as replay's matchers see it: its method, the adapter's finer type and
+    its normalised payload."""
+
+    method: str | None
+    msg_type: str | None
+    payload: Any  # normalised
+
+    def get(self, key: str) -> Any:
+        return self.payload.get(key) if isinstance(self.payload, dict) else None
+
+
+# A matcher maps a request to a JSON value; two requests match when every selected matcher gives
+# equal values (replay/matchers.py). One that does not concern a request gives None.
+Matcher = Callable[[Request], Any]
 
 
 class Adapter:
@@ -52,6 +75,21 @@ class Adapter:
     answer_id_fields: tuple[str, ...] = ()
     # Matchers (replay.matchers names) used when the user does not choose.
     default_match_on: tuple[str, ...] = ("method", "payload")
+    # Named matchers this protocol adds to replay's generic ones (`method`, `payload`):
+    # name -> (function, one line of doc for `--match-on`).
+    matchers: Mapping[str, tuple[Matcher, str]] = {}
+    # Values that differ on every run, found in a frame's raw JSON text: (name, regex on the
+    # bytes, placeholder). Replay masks them on top of its generic ones (UUIDs, clocks).
+    value_patterns: tuple[tuple[str, bytes, bytes], ...] = ()
+    # Options of the agent command that name a session id or a path (`--flag value` or
+    # `--flag=value`): replay masks their values in both runs' frames.
+    session_flags: tuple[str, ...] = ()
+    path_flags: tuple[str, ...] = ()
+    # Agent frame types that begin a turn (Wire TurnBegin); with turn_methods, where the HTML
+    # report's time axis starts.
+    turn_begin_types: frozenset[str] = frozenset()
+    # Agent request types (the `requests` view's `type`) the HTML report draws as approval waits.
+    approval_types: frozenset[str] = frozenset()
 
     # -- detection -----------------------------------------------------------------------------
     def detect(self, method: str, params: Any, direction: str) -> tuple[str, str | None] | None:
@@ -106,8 +144,33 @@ class Adapter:
 
     def describe(self, kind: str, method: str | None, msg_type: str | None,
                  payload: Any) -> str | None:
-        """A short label for reports; None: the generic one."""
+        """A short label for reports (replay's, and what wire-show's history lines say);
+        None: the generic JSON-RPC one."""
         return None
+
+    # -- analysis ------------------------------------------------------------------------------
+    def timeline(self, ctx: TimelineContext) -> Renderer | None:
+        """A renderer of this protocol's frames for `wire-show`'s timeline (render.py says what
+        it gets and gives). The default shows plain JSON-RPC: requests, answers with their
+        times, notifications. Import rendering code (rich) inside this method, never when the
+        adapter is: recording does not render."""
+        from .render import RpcRenderer
+
+        return RpcRenderer(ctx, self)
+
+    def sql_fragment(self, view: str) -> str | None:
+        """This protocol's part of an analysis view (`macros`: its SQL macros): the file
+        `<view>.sql` in the package that defines the adapter's class, shipped as package data;
+        None when it has none. analysis/views.py says how parts make a view."""
+        import importlib.resources
+        import sys
+
+        module = sys.modules[type(self).__module__]
+        package = module.__name__ if hasattr(module, "__path__") else module.__package__
+        if not package:
+            return None
+        res = importlib.resources.files(package).joinpath(f"{view}.sql")
+        return res.read_text(encoding="utf-8") if res.is_file() else None
 
     # -- conformance ---------------------------------------------------------------------------
     def conformance(self, version: str | None) -> Conformance | None:
@@ -138,7 +201,6 @@ def errors_line(errors: list[Any], limit: int = 3) -> str:
     parts = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in errors]
     more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
     return "; ".join(parts[:limit]) + more
-
 
 
 def get_path(obj: Any, *keys: str) -> Any:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Adapter, get_path
+from . import labels
+from .labels import CHUNKS
 
 # methods the client calls on the agent (the SDK's AGENT_METHODS, schema 1.19) and its
 # notifications
@@ -31,8 +33,6 @@ AGENT_REQUESTS = frozenset({
 AGENT_METHODS = AGENT_REQUESTS | {"session/update", "elicitation/complete", "$/cancel_request"}
 # client requests that open a session an earlier agent process created (kimi keeps it on disk)
 RESUMING = frozenset({"session/load", "session/resume", "session/fork"})
-# session/update kinds that carry streamed text, in order
-CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
 
 class Acp(Adapter):
@@ -103,37 +103,16 @@ class Acp(Adapter):
         return None
 
     def describe(self, kind, method, msg_type, payload):
-        if method == "session/update":
-            u = get_path(payload, "update") or {}
-            if msg_type in CHUNKS:
-                text = get_path(u, "content", "text")
-                return f"{msg_type} {_q(text)}"
-            if msg_type in ("tool_call", "tool_call_update"):
-                bits = [u.get("title"), u.get("kind"), u.get("status")]
-                return f"{msg_type} " + " ".join(str(b) for b in bits if b)
-            return f"session/update {msg_type}"
-        if method == "session/request_permission":
-            return f"session/request_permission {_q(get_path(payload, 'toolCall', 'title'))}"
-        if method in ("fs/read_text_file", "fs/write_text_file"):
-            return f"{method} {get_path(payload, 'path')}"
-        if method == "terminal/create":
-            return f"terminal/create {_q(get_path(payload, 'command'))}"
-        if method == "session/prompt" and kind == "request":
-            texts = [b.get("text") for b in get_path(payload, "prompt") or []
-                     if isinstance(b, dict) and b.get("type") == "text"]
-            return f"session/prompt {_q(' '.join(t for t in texts if t))}"
-        return None
+        return labels.describe(kind, method, msg_type, payload)
+
+    def timeline(self, ctx):
+        from .timeline import AcpTimeline  # rich: only when a timeline is shown
+
+        return AcpTimeline(ctx, self)
 
     def conformance(self, version):
         from .conformance import checker  # the peer's SDK: only when a check runs
 
         return checker(version)
-
-
-def _q(s: Any, n: int = 60) -> str:
-    s = "" if s is None else str(s)
-    s = s.replace("\n", "\\n")
-    return '"' + (s if len(s) <= n else s[: n - 1] + "…") + '"'
-
 
 ADAPTER = Acp()

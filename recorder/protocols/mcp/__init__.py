@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..acp import _q
 from ..base import Adapter, get_path
+from . import labels
 
 PV_META = "io.modelcontextprotocol/protocolVersion"
 
@@ -80,29 +80,16 @@ class Mcp(Adapter):
         return None
 
     def describe(self, kind, method, msg_type, payload):
-        if method == "tools/call" and kind == "request":
-            args = get_path(payload, "arguments")
-            retry = " (retry with inputResponses)" if get_path(payload, "inputResponses") else ""
-            return f"tools/call {get_path(payload, 'name')} {_q(args)}{retry}"
-        if method == "sampling/createMessage":
-            msgs = get_path(payload, "messages") or []
-            last = msgs[-1] if msgs and isinstance(msgs[-1], dict) else {}
-            return f"sampling/createMessage {_q(get_path(last, 'content', 'text'))}"
-        if method == "elicitation/create":
-            return f"elicitation/create {_q(get_path(payload, 'message'))}"
-        if method == "notifications/message":
-            return f"notifications/message {get_path(payload, 'level')} {_q(get_path(payload, 'data'))}"
-        if kind == "response" and isinstance(payload, dict) and \
-                payload.get("resultType") == "input_required":
-            wanted = [get_path(v, "method") for v in (payload.get("inputRequests") or {}).values()
-                      if isinstance(v, dict)]
-            return f"response input_required {', '.join(str(w) for w in wanted)}"
-        return None
+        return labels.describe(kind, method, msg_type, payload)
+
+    def timeline(self, ctx):
+        from .timeline import McpTimeline  # rich: only when a timeline is shown
+
+        return McpTimeline(ctx, self)
 
     def conformance(self, version):
         from .conformance import checker  # the peer's SDK: only when a check runs
 
         return checker(version)
-
 
 ADAPTER = Mcp()

@@ -11,6 +11,8 @@ from typing import Any
 
 from ... import wire_names
 from ..base import Adapter
+from . import labels, volatile
+from .matchers import MATCHERS
 
 WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
 
@@ -28,23 +30,15 @@ class Wire(Adapter):
     anchor_types = frozenset({"TurnBegin", "StepBegin"})
     ordered_types = frozenset({"ContentPart", "ToolCall", "ToolCallPart"})
     racy_methods = frozenset({"cancel", "steer"})
-    ignore = (
-        ("request:id", "agent request ids are fresh on every run (uuid4; 12 hex for hooks)"),
-        ("request:params.payload.id", "= the request's JSON-RPC id"),
-        ("ApprovalRequest:params.payload.source_id", "uuid4 hex, one per turn"),
-        ("ApprovalResponse:params.payload.request_id", "echoes the request id"),
-        ("**.agent_id", "subagent ids (a + 8 hex)"),
-        ("StepRetry:params.payload.wait_s", "exponential back-off jitter"),
-        ("HookResolved:params.payload.duration_ms", "measured"),
-        ("HookRequest:params.payload.input_data.session_id", "kimi session id"),
-        ("HookRequest:params.payload.input_data.cwd", "work dir"),
-        ("Notification:params.payload.id", "n + 8 hex"),
-        ("Notification:params.payload.created_at", "clock"),
-        ("Notification:params.payload.payload.finished_at", "clock"),
-        ("Notification:params.payload.payload.duration_s", "measured"),
-    )
+    ignore = volatile.IGNORE
+    value_patterns = volatile.VALUE_PATTERNS
+    session_flags = volatile.SESSION_FLAGS
+    path_flags = volatile.PATH_FLAGS
+    answer_id_fields = volatile.ANSWER_ID_FIELDS
+    matchers = MATCHERS
     default_match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")
-    answer_id_fields = ("id", "tool_call_id", "request_id")
+    turn_begin_types = frozenset({"TurnBegin"})
+    approval_types = frozenset({"ApprovalRequest"})
 
     def detect(self, method, params, direction):
         if method in WIRE_ONLY_METHODS:
@@ -84,6 +78,14 @@ class Wire(Adapter):
         if msg_type == "HookRequest":
             return {"request_id": rid, "action": "block", "reason": why}
         return None
+
+    def describe(self, kind, method, msg_type, payload):
+        return labels.describe(kind, method, msg_type, payload)
+
+    def timeline(self, ctx):
+        from .timeline import WireTimeline  # rich: only when a timeline is shown
+
+        return WireTimeline(ctx, self)
 
     def conformance(self, version):
         from .conformance import check  # pydantic: only when a check runs

@@ -1,0 +1,153 @@
+"""ACP sessions in wire-show's timeline: a turn per session/prompt, streamed chunks as text
+lines, tool calls from their session/update kinds, permissions and the client's fs/terminal
+work, and a reopened session's history marked as such."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from ..render import RpcRenderer, fmt_ms, initialized, short
+from ..text import as_dict
+from . import labels
+
+if TYPE_CHECKING:
+    from ...frames import Frame
+
+TEXT_KINDS = {"agent_message_chunk": "text", "agent_thought_chunk": "think",
+              "user_message_chunk": "user"}
+
+
+class AcpTimeline(RpcRenderer):
+    cancel_methods = frozenset({"session/cancel"})
+    approval_methods = frozenset({"session/request_permission"})
+    notable_methods = frozenset({"elicitation/create"})
+    loading = False  # between session/load and its answer: the session's history
+
+    def text_piece(self, f: Frame, p: dict) -> tuple[str, str] | None:
+        if f.method != "session/update":
+            return None
+        kind = TEXT_KINDS.get(f.msg_type or "")
+        if kind is None:
+            return None
+        update = as_dict(p.get("update"))
+        content = as_dict(update.get("content"))
+        piece = content.get("text")
+        if piece is None:
+            piece = f"[{content.get('type')}]"
+        return kind, piece
+
+    def ask(self, method: str | None, params: Any) -> str:
+        return labels.ask(method, params)
+
+    def answer(self, method: str | None, result: Any) -> str:
+        return labels.answer(method, result)
+
+    def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
+        if f.method == "session/prompt":
+            blocks = [b for b in p.get("prompt") or [] if isinstance(b, dict)]
+            text = "\n".join(str(b.get("text")) if b.get("type") == "text" else f"[{b.get('type')}]"
+                             for b in blocks)
+            self.totals.turns += 1
+            self.turn = {"n": self.totals.turns, "mono": f.mono_ns, "tools": 0}
+            return [f"{t} [bold]── turn {self.totals.turns}[/] [bold cyan]> prompt[/] "
+                    f"{escape(short(text, self.width))}"]
+        if f.method == "initialize":
+            return [f"{t} [dim]> initialize (ACP protocol {escape(str(p.get('protocolVersion')))})[/]"]
+        if f.method == "session/load":  # the agent replays the session's history before answering
+            self.loading = True
+            return [f"{t} [dim]> session/load {escape(str(p.get('sessionId')))} (its history "
+                    f"follows, marked history)[/]"]
+        if f.method == "session/new":
+            return [f"{t} [dim]> {f.method} {escape(str(p.get('cwd')))}[/]"]
+        return [f"{t} > {escape(str(f.method))} {escape(short(p, self.width // 2))}"]
+
+    def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
+        method = req[0] if req else "?"
+        if method == "session/prompt":
+            stop = p.get("stopReason")
+            color = "green" if stop == "end_turn" else "yellow"
+            turn = self.turn
+            return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/]: [{color}]{escape(str(stop))}[/]"
+                    f"{took}, {turn.get('tools', 0)} tool calls"]
+        if method == "initialize":
+            return [initialized(t, "initialize", p.get("agentInfo"), p.get("protocolVersion"), took)]
+        if method == "session/load":
+            self.loading = False
+            return [f"{t} [dim]< session/load: history replayed{took}[/]"]
+        if method == "session/new":
+            return [f"{t} [dim]< {method}: session {escape(str(p.get('sessionId')))}{took}[/]"]
+        return super().response(f, t, p, req, took)
+
+    def permission(self, t: str, p: dict) -> list[str]:
+        tc = p.get("toolCall") or {}
+        opts = ", ".join(str(o.get("optionId")) for o in p.get("options") or [] if isinstance(o, dict))
+        return [f"{t}      [yellow]permission requested[/]: {escape(short(tc.get('title'), self.width))} "
+                f"[dim]({escape(opts)})[/]"]
+
+    def permission_answer(self, t: str, p: dict, rp: dict, wait: float) -> list[str]:
+        outcome = p.get("outcome") or {}
+        chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else outcome.get("outcome")
+        kinds = {o.get("optionId"): o.get("kind") for o in rp.get("options") or [] if isinstance(o, dict)}
+        color = "green" if str(kinds.get(chosen, "")).startswith("allow") else "red"
+        return [f"{t}      [{color}]permission: {escape(str(chosen))}[/] after [bold]{fmt_ms(wait)}[/]"]
+
+    def notification(self, f: Frame, t: str, p: dict) -> list[str]:
+        if f.method != "session/update":
+            return super().notification(f, t, p)
+        u = as_dict(p.get("update"))
+        if self.loading:
+            # what an earlier session did, replayed by session/load: shown, not counted (its
+            # text chunks never get here: they are gathered into text lines like any others)
+            label = labels.describe("notification", "session/update", f.msg_type, {"update": u})
+            return [f"{t}   [dim]history {escape(label or str(f.msg_type))}[/]"]
+        mt = f.msg_type
+        if mt == "tool_call":
+            call_id = u.get("toolCallId")
+            title = u.get("title") or call_id
+            self.calls[call_id] = (title, f.mono_ns, u.get("status"))
+            self.totals.tool_calls += 1
+            if self.turn:
+                self.turn["tools"] = self.turn.get("tools", 0) + 1
+            args = u.get("rawInput")
+            if args is None:
+                args = "".join(str((c.get("content") or {}).get("text") or "")
+                               for c in u.get("content") or [] if isinstance(c, dict))
+            return [f"{t}      [cyan]tool {escape(str(title))}[/] "
+                    f"[dim]{escape(str(call_id).rsplit('/', 1)[-1])}[/] {escape(short(args, self.width // 2))}"]
+        if mt == "tool_call_update":
+            key = u.get("toolCallId")
+            call = self.calls.get(key)
+            status = u.get("status")
+            if call is None or status is None or status == call[2]:
+                return []  # content only (a terminal, a diff), or a call already ended
+            title, mono, _ = call
+            dur = fmt_ms((f.mono_ns - mono) / 1e6)
+            text = "".join(str((c.get("content") or {}).get("text") or "")
+                           for c in u.get("content") or [] if isinstance(c, dict))
+            if status in ("completed", "failed"):
+                self.calls.pop(key, None)
+                if status == "failed":
+                    self.totals.tool_errors += 1
+                return [self.ended(t, title, dur, status == "failed", text, always=False)]
+            self.calls[key] = (title, mono, status)
+            return [f"{t}      [dim]{escape(str(title))}: {escape(str(status))}[/]"]
+        if mt == "plan":
+            entries = u.get("entries") or []
+            return [f"{t}   [dim]plan: " + escape(short("; ".join(
+                f"{e.get('status')}: {e.get('content')}" for e in entries if isinstance(e, dict)),
+                self.width)) + "[/]"]
+        if mt == "available_commands_update":
+            return [f"{t}   [dim]available commands: {len(u.get('availableCommands') or [])}[/]"]
+        if mt == "current_mode_update":
+            return [f"{t}   [dim]mode {escape(str(u.get('currentModeId')))}[/]"]
+        return [f"{t}   [dim]session/update {escape(str(mt))}[/]"]
+
+    def summary(self) -> list[str]:
+        s = self.totals
+        odd = f", {s.anomalies} anomalies" if s.anomalies else ""
+        return [f"[bold]total[/]: {s.turns} turns, {s.tool_calls} tool calls ({s.tool_errors} failed), "
+                f"{s.approvals} permission requests (client wait {fmt_ms(s.approval_wait_ms)}), "
+                f"{s.client_requests} other client requests (wait {fmt_ms(s.client_wait_ms)}), "
+                f"{s.errors} errors{odd}"]
