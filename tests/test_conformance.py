@@ -754,3 +754,42 @@ def test_without_the_check_extra_acp_and_mcp_say_what_to_install(sample, says):
     wire = subprocess.run([sys.executable, "-c", _WITHOUT_SDKS, SAMPLES / "hook.jsonl"],
                           capture_output=True, text=True, timeout=60)
     assert wire.returncode == 0, wire.stderr
+
+
+_methods = st.sampled_from(sorted(
+    wire_names.CLIENT_METHODS | {"event", "request", "session/prompt", "session/update",
+                                 "session/request_permission", "fs/read_text_file", "tools/call",
+                                 "sampling/createMessage", "server/discover", "tasks/get",
+                                 "notifications/progress", "logout"}))
+_params = st.dictionaries(
+    st.sampled_from(["sessionId", "prompt", "update", "name", "arguments", "_meta", "type",
+                     "payload", "protocolVersion"]), json_values, max_size=4) | json_values
+_rpc = st.fixed_dictionaries({"jsonrpc": st.just("2.0")}, optional={
+    "method": _methods, "id": st.integers(0, 3) | st.text(max_size=2) | json_values,
+    "params": _params, "result": json_values, "error": json_values})
+
+
+@settings(max_examples=300, deadline=None)
+@given(protocol=st.sampled_from(["wire", "acp", "mcp", None]),
+       version=st.sampled_from([None, "1", "1.10", "2025-11-25", "2026-07-28", "later"]),
+       messages=st.lists(st.tuples(st.sampled_from(["c2a", "a2c"]), _rpc | json_values),
+                         max_size=8))
+def test_the_check_never_raises(protocol, version, messages):
+    import datetime as dt
+
+    from wire_recorder.analysis.conformance import check_frames
+    from wire_recorder.recorder.frames import Classifier, Frame
+
+    classify, frames = Classifier(protocol), []
+    for seq, (direction, obj) in enumerate(messages, start=1):
+        try:
+            raw = json.dumps(obj).encode()
+        except ValueError:
+            continue
+        ex = classify(raw, direction)
+        frames.append(Frame("s", seq, dt.datetime(2026, 1, 1), seq, direction, raw, True,
+                            len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
+                            ex.parse_error, ex.known, anomaly=ex.anomaly))
+    found = check_frames({"session_id": "s", "protocol": protocol,
+                          "protocol_version": version}, frames)
+    assert all(v.severity in ("violation", "unknown") and v.message for v in found)
