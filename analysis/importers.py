@@ -19,11 +19,11 @@ import orjson
 
 from wire_recorder.recorder.errors import NoRecordings, NotARecording, TranscriptError
 from wire_recorder.recorder.frames import Frame, classify
+from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript, store_session
 
 KIMI_SOURCE = "kimi-wire-jsonl"
-REQUEST_TYPES = {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
 
 
 def _first_line(path: str) -> bytes:

@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from wire_recorder.recorder import wire_names
 from wire_recorder.recorder.protocols.wire import model as wm
+from wire_recorder.recorder.protocols.wire import names as wire_names
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_FRAMES = Path(__file__).parent / "data" / "wire_frames_real.jsonl"

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import wire_names
 from ..base import Adapter
-from . import labels, volatile
+from . import labels, names, volatile
 from .matchers import MATCHERS
 
 WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
@@ -20,8 +19,8 @@ WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "ev
 class Wire(Adapter):
     name = "wire"
     title = "Kimi Wire"
-    client_methods = wire_names.CLIENT_METHODS
-    agent_methods = wire_names.AGENT_METHODS
+    client_methods = names.CLIENT_METHODS
+    agent_methods = names.AGENT_METHODS
     agent_request_methods = frozenset({"request"})
     # wire spec §5: these responses come after everything their turn emitted; the responses to
     # cancel and steer race with the turn's StatusUpdate, so they are no anchors
@@ -60,11 +59,11 @@ class Wire(Adapter):
 
     def known(self, direction, method, msg_type):
         if direction == "c2a":
-            return method in wire_names.CLIENT_METHODS
+            return method in names.CLIENT_METHODS
         if method == "event":
-            return msg_type in wire_names.EVENT_TYPES
+            return msg_type in names.EVENT_TYPES
         if method == "request":
-            return msg_type in wire_names.REQUEST_TYPES
+            return msg_type in names.REQUEST_TYPES
         return False
 
     def reject_answer(self, method, msg_type, payload, rpc_id) -> Any | None:

@@ -5,7 +5,7 @@ so that `dump_message` of a parsed agent frame reproduces the agent's bytes exac
 Every model allows extra fields: a newer agent may add some, and a recorder must never reject a
 frame. Values kimi itself would refuse (an unknown approval kind, a numeric client id, an unknown
 event type) make `parse_message` return an `UnknownFrame` with the reason, never an exception.
-The same names, without pydantic, are in `wire_names` (the loader's fast path); this module is
+The same names, without pydantic, are in `names.py` beside it (the loader's fast path); this module is
 imported only by the conformance check (`conformance.py` beside it, which `wire-check` runs).
 """
 

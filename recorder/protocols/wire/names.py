@@ -1,6 +1,6 @@
 """Names the Wire protocol (kimi-cli 1.51.0, protocol 1.10) knows, as plain sets.
 
-Kept free of pydantic so the loader can classify frames at 100k+/s; `protocols/wire/model.py`
+Kept free of pydantic so the loader can classify frames at 100k+/s; `model.py` beside it
 holds the pydantic models (wire-check's) and a test checks both agree.
 """
 
