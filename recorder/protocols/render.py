@@ -181,8 +181,9 @@ class RpcRenderer(Renderer):
         return None
 
     def ask(self, method: str | None, params: Any) -> str:
-        """What a request to the client asks, in a few words."""
-        return ""
+        """What a request to the client asks, in a few words; by default the adapter's label
+        for it (`Adapter.describe`), if it has one."""
+        return self.adapter.describe("request", method, None, params) or ""
 
     def answer(self, method: str | None, result: Any) -> str:
         """What the client's answer says, in a few words."""
@@ -199,9 +200,10 @@ class RpcRenderer(Renderer):
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
         return [f"{t}   [dim]{escape(str(f.method))} {escape(short(p, 60))}[/]"]
 
-    def permission(self, t: str, p: dict) -> list[str]:
+    def permission(self, f: Frame, t: str, p: dict) -> list[str]:
         """The line of an approval request (`approval_methods`)."""
-        return [f"{t}      [yellow]{escape(str(self.adapter.describe('request', None, None, p)))}[/]"]
+        what = short(self.ask(f.method, p), self.width)
+        return [f"{t}      [yellow]{escape(str(f.method))}[/]" + (f" {escape(what)}" if what else "")]
 
     def permission_answer(self, t: str, p: dict, rp: dict, wait: float) -> list[str]:
         """The line of the client's answer to an approval request."""
@@ -243,7 +245,7 @@ class RpcRenderer(Renderer):
         m = f.method
         if m in self.approval_methods:
             self.totals.approvals += 1
-            return self.permission(t, p)
+            return self.permission(f, t, p)
         self.totals.client_requests += 1
         what = short(self.ask(m, p), self.width)
         if m in self.notable_methods:

@@ -80,7 +80,7 @@ class AcpTimeline(RpcRenderer):
             return [f"{t} [dim]< {method}: session {escape(str(p.get('sessionId')))}{took}[/]"]
         return super().response(f, t, p, req, took)
 
-    def permission(self, t: str, p: dict) -> list[str]:
+    def permission(self, f: Frame, t: str, p: dict) -> list[str]:
         tc = p.get("toolCall") or {}
         opts = ", ".join(str(o.get("optionId")) for o in p.get("options") or [] if isinstance(o, dict))
         return [f"{t}      [yellow]permission requested[/]: {escape(short(tc.get('title'), self.width))} "
