@@ -7,6 +7,7 @@ stalled the relay for milliseconds at p99.9).
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import signal
 import sys
@@ -14,8 +15,10 @@ import time
 
 import orjson
 
+from .classify import Classifier, Extracted
+from .edge import PROXY, say
 from .errors import UserError
-from .frames import Classifier, Extracted, wall_ts
+from .model import frame_row, wall_ts
 from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
 from .store import DBLocked, Store, open_store
 
@@ -36,11 +39,7 @@ EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": ST
 
 
 def _say(msg: str) -> None:
-    try:
-        sys.stderr.write(f"wire-proxy: {msg}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    say(PROXY, msg)
 
 
 class DB:
@@ -90,8 +89,8 @@ class Ingest:
         self.after_gap: set[int] = set()
         self.rows: list[tuple] = []
         self.row_bytes = 0
-        self._ts_wall = None
-        self._ts = None
+        self._ts_wall: int | None = None
+        self._ts: _dt.datetime | None = None
         self.last_flush = time.monotonic()
         self.classifier = Classifier(meta.get("protocol"))
         self.frame_count = 0
@@ -115,9 +114,8 @@ class Ingest:
             # its datetime once, not per frame (1.5-2 us a row, a fifth of the loader's time).
             self._ts_wall = wall
             self._ts = wall_ts(wall)
-        self.rows.append((self.sid, self.seq, self._ts, mono, direction, raw, newline,
-                          len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload,
-                          ex.parse_error, ex.known, None, ex.anomaly))
+        self.rows.append(frame_row(self.sid, self.seq, self._ts, mono, direction, raw, newline,
+                                   ex))
         self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
@@ -340,6 +338,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         handle, db = DB(store.path, store), store.path
     try:
         first = handle.get()
+        if first is None:  # _open_for returns with the store open; another writer took it since
+            raise DBLocked(f"{db} is in use by another process")
         ing = Ingest(handle, meta, resume_after=first.max_seq(sid))
         first.upsert_session(ing.session_values(None))
         stop = {"flag": False}
@@ -421,11 +421,11 @@ def main(argv: list[str]) -> int:
         summary = ingest_spool(spool_path, follow=True)
     except UserError as e:
         _say(f"{e.one_line()}; the session stays in {spool_path}: run "
-             f"`wire-proxy recover {spool_path}` later")
+             f"`{PROXY} recover {spool_path}` later")
         return 1
     except Exception as e:  # the spool keeps everything; say how to get it back
         _say(f"recording failed ({type(e).__name__}: {e}); the session stays in {spool_path}: "
-             f"run `wire-proxy recover {spool_path}` later")
+             f"run `{PROXY} recover {spool_path}` later")
         return 1
     # Spools of earlier proxies that were killed together with their loader.
     for orphan in orphan_spools(summary["db"]):

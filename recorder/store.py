@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import duckdb
 
-from .errors import NotARecording, SchemaTooNew, SessionNotFound, UserError
-from .frames import COLUMNS, Frame
+from .errors import DBLocked, NotARecording, SchemaTooNew, SessionNotFound
+from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, Frame
 from .paths import DUCKDB_MAGIC
 
 SCHEMA_VERSION = 3
@@ -29,55 +29,10 @@ INLINE_MAX = 256 * 1024
 
 META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
 
-SESSIONS_DDL = """
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id VARCHAR PRIMARY KEY,
-    name VARCHAR,
-    started_at TIMESTAMP,
-    ended_at TIMESTAMP,
-    command JSON,
-    cwd VARCHAR,
-    protocol VARCHAR,
-    protocol_version VARCHAR,
-    agent_pid INTEGER,
-    exit_code INTEGER,
-    exit_signal VARCHAR,
-    end_reason VARCHAR,
-    proxy_version VARCHAR,
-    tags JSON,
-    frame_count BIGINT,
-    lost_frames BIGINT,
-    lost_bytes BIGINT,
-    source VARCHAR,
-    host VARCHAR,
-    proxy_pid INTEGER,
-    mono_start_ns BIGINT,
-    db_note VARCHAR
-)"""
-
-FRAMES_DDL = """
-CREATE TABLE IF NOT EXISTS frames (
-    session_id VARCHAR NOT NULL,
-    seq BIGINT NOT NULL,
-    ts TIMESTAMP,
-    mono_ns BIGINT,
-    direction VARCHAR NOT NULL,
-    raw BLOB,
-    newline BOOLEAN,
-    byte_len BIGINT,
-    kind VARCHAR,
-    method VARCHAR,
-    rpc_id VARCHAR,
-    msg_type VARCHAR,
-    payload JSON,
-    parse_error VARCHAR,
-    known BOOLEAN
-)"""
-
-SESSION_COLUMNS = ("session_id", "name", "started_at", "ended_at", "command", "cwd", "protocol",
-                   "protocol_version", "agent_pid", "exit_code", "exit_signal", "end_reason",
-                   "proxy_version", "tags", "frame_count", "lost_frames", "lost_bytes", "source",
-                   "host", "proxy_pid", "mono_start_ns", "db_note")
+# The tables' schema-1 form; the columns added since come from the migration steps. Both are
+# made from the column registry in model.py.
+SESSIONS_DDL = SESSIONS.create_sql()
+FRAMES_DDL = FRAMES.create_sql()
 
 
 def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
@@ -85,25 +40,26 @@ def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(FRAMES_DDL)
 
 
-def _add_blob_offset(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("ALTER TABLE frames ADD COLUMN IF NOT EXISTS blob_offset BIGINT")
+def _add_columns(version: int) -> Callable[[duckdb.DuckDBPyConnection], None]:
+    def step(con: duckdb.DuckDBPyConnection) -> None:
+        for table in (SESSIONS, FRAMES):
+            for sql in table.added_in(version):
+                con.execute(sql)
+    return step
 
 
-def _add_anomaly(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("ALTER TABLE frames ADD COLUMN IF NOT EXISTS anomaly VARCHAR")
-
-
-# (version it produces, step). A new schema adds a step here; steps only ever add.
-# Fresh files run every step too, so the upgrade path is exercised on each new recording.
+# (version it produces, step). A new schema's columns come from model.py (`since=`); a step that
+# does more than add columns is added here by hand. Steps only ever add. Fresh files run every
+# step too, so the upgrade path is exercised on each new recording.
 MIGRATIONS: list[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]] = [
     (1, _create_v1),
-    (2, _add_blob_offset),
-    (3, _add_anomaly),
+    *((v, _add_columns(v)) for v in range(2, SCHEMA_VERSION + 1)),
 ]
+assert all(c.since <= SCHEMA_VERSION for t in (SESSIONS, FRAMES) for c in t.columns)
 
 # Frame columns added after schema 1: (schema that added it, SQL type). Readers of older files
 # select NULL for them.
-ADDED_COLUMNS = {"blob_offset": (2, "BIGINT"), "anomaly": (3, "VARCHAR")}
+ADDED_COLUMNS = {c.name: (c.since, c.sql_type) for c in FRAMES.columns if c.since > 1}
 
 
 def blobs_path(db_path: str) -> str:
@@ -112,8 +68,7 @@ def blobs_path(db_path: str) -> str:
 
 def frame_select(version: int) -> str:
     """The select list for COLUMNS from a file of this schema version."""
-    return ", ".join(c if ADDED_COLUMNS.get(c, (0, ""))[0] <= version else
-                     f"NULL::{ADDED_COLUMNS[c][1]} AS {c}" for c in COLUMNS)
+    return FRAMES.select_list(version)
 
 
 def resolve_blobs(frames: list[Frame], db_path: str) -> list[Frame]:
@@ -140,10 +95,6 @@ def resolve_blobs(frames: list[Frame], db_path: str) -> list[Frame]:
     finally:
         os.close(fd)
     return frames
-
-
-class DBLocked(UserError):
-    pass
 
 
 def is_duckdb_file(path: str) -> bool:
@@ -259,9 +210,9 @@ class Store:
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:
-        cur = self.con.execute(
-            f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions ORDER BY started_at, session_id")
-        return [dict(zip(SESSION_COLUMNS, r)) for r in cur.fetchall()]
+        cur = self.con.execute(f"SELECT {SESSIONS.select_list(self.version)} FROM sessions "
+                               f"ORDER BY started_at, session_id")
+        return [dict(zip(SESSION_COLUMNS, r, strict=True)) for r in cur.fetchall()]
 
     def session(self, session_id: str | None = None) -> dict:
         """One session: the given id (or a unique prefix of it), or the only one in the file."""

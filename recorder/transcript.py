@@ -11,21 +11,19 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os
-from typing import IO, Iterable
+from collections.abc import Iterable
+from typing import IO
 
 import orjson
 
-from .errors import UserError
-from .frames import Classifier, Extracted, Frame
-from .store import SESSION_COLUMNS, Store, open_store
+from .classify import Classifier, Extracted
+from .errors import TranscriptError, UserError
+from .model import SESSION_COLUMNS, Frame, frame_row
+from .store import Store, open_store
 
 FORMAT_VERSION = 1
 _FRAME_KEY = b',"frame":'
 _T_KEY = b',"t_ms":'
-
-
-class TranscriptError(UserError):
-    pass
 
 
 def _jsonable(v):
@@ -176,9 +174,7 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
             ex = Extracted("stderr")
         else:
             ex = classify(raw, d)
-        frames.append(Frame(sid, len(frames) + 1, ts, mono, d, raw, nl, len(raw), ex.kind,
-                            ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error,
-                            ex.known, anomaly=ex.anomaly))
+        frames.append(Frame(*frame_row(sid, len(frames) + 1, ts, mono, d, raw, nl, ex)))
     if not session.get("protocol") and classify.protocol:
         session["protocol"], session["protocol_version"] = classify.protocol, classify.version
     return session, frames

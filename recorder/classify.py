@@ -1,0 +1,211 @@
+"""The only JSON-RPC shape check: what a frame is (request, notification, response, error or
+invalid) and what is extracted from it. The loader stores what it says (`kind`, `method`,
+`rpc_id`, `msg_type`, `payload`, `parse_error`, `known`, `anomaly`); replay reads those stored
+fields back and sends the live agent's (or client's) frames through this same function, so a
+recording and a replay never disagree about a frame.
+
+`"jsonrpc": "2.0"` is required. The JSON-RPC 2.0 specification says the member "MUST be exactly
+"2.0"", and every real peer sends it on every frame (kimi-cli's Wire server, the ACP SDK, both MCP
+SDK lines). Receivers differ: the MCP SDKs reject a message without it, kimi-cli defaults it, the
+ACP SDK never looks. A frame without it (or with another value) is stored as `invalid` with its
+method, id, type and payload kept and `parse_error` saying why, so that it is visible in the
+recording rather than silently counted as a request; replay sees such a live frame the same way
+(it is compared, not answered). Real sessions never carry one.
+
+Classification must keep up with 100k+ frames/s in the loader, so it works on plain dicts from
+orjson and the protocol adapters' name sets (`protocols/`), not on pydantic models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import protocols
+
+
+@dataclass(slots=True)
+class Extracted:
+    kind: str
+    method: str | None = None
+    rpc_id: str | None = None
+    msg_type: str | None = None
+    # JSON text, as stored; with `classify(..., values=True)` the value itself
+    payload: Any = None
+    parse_error: str | None = None
+    known: bool | None = None
+    protocol_hint: tuple[str, str | None] | None = None  # (protocol, version) this frame shows
+    anomaly: str | None = None
+    id_is_str: bool = False  # rpc_id is text for 1 and "1" alike; JSON-RPC keeps them apart
+    obj: Any = None  # the parsed message; only with `classify(..., values=True)`
+
+
+def _id_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):  # bool is an int subclass; keep it distinct
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return orjson.dumps(value).decode()
+
+
+# DuckDB stores MB-sized strings slowly (tens of MB/s) and with much memory; the raw bytes are
+# always kept, the parsed copy (payload) only for frames up to this size.
+PAYLOAD_MAX = 1 << 20
+
+
+def _dump(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # ints beyond 64 bits
+        return json.dumps(value)
+
+
+def _no_payload(_value: Any) -> None:
+    return None
+
+
+def _value(value: Any) -> Any:
+    return value
+
+
+def classify(raw: bytes, direction: str, protocol: str | None = "wire",
+             detect: bool = True, values: bool = False) -> Extracted:
+    """Everything extracted from one frame on its own. Never raises: unknown or broken frames
+    are flagged. `Classifier` adds what needs the session's history (detection, pending ids).
+
+    values: keep the payload as a value (not JSON text, whatever its size) and the parsed
+    message in `obj`, for readers that work on the message (replay) rather than store it."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as ue:
+            return Extracted("invalid", parse_error=f"not valid UTF-8 (byte {ue.start})",
+                             known=False)
+        if not raw.strip():
+            return Extracted("invalid", parse_error="empty line", known=False)
+        return Extracted("invalid", parse_error=f"not JSON: {e}", known=False)
+    if isinstance(obj, list):
+        ex = Extracted("invalid", payload=obj if values else _dump(obj), known=False,
+                       parse_error=f"JSON-RPC batch (array of {len(obj)}) is not supported")
+    elif not isinstance(obj, dict):
+        ex = Extracted("invalid", payload=obj if values else _dump(obj), known=False,
+                       parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
+    else:
+        # Serialising a payload that would be dropped anyway costs milliseconds on MB frames.
+        ex = _classify_obj(obj, direction, protocol,
+                           _value if values else _dump if len(raw) <= PAYLOAD_MAX
+                           else _no_payload, detect)
+    if values:
+        ex.obj = obj
+    return ex
+
+
+def _classify_obj(obj: dict, direction: str, protocol: str | None,
+                  dump: Callable[[Any], Any] = _dump, detect: bool = True) -> Extracted:
+    method = obj.get("method")
+    has_id = "id" in obj
+    rpc_id = _id_text(obj.get("id"))
+    id_is_str = isinstance(obj.get("id"), str)
+    problem = None if obj.get("jsonrpc") == "2.0" else "jsonrpc is not \"2.0\""
+    if method is not None:
+        if not isinstance(method, str):
+            return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
+                             parse_error="method is not a string")
+        kind = "request" if has_id else "notification"
+        params = obj.get("params")
+        adapter = protocols.get(protocol)
+        msg_type = adapter.msg_type(method, params)
+        known = adapter.known(direction, method, msg_type) if protocol else None
+        return Extracted("invalid" if problem else kind, method, rpc_id, msg_type,
+                         dump(adapter.payload(method, params)), problem, known,
+                         protocols.detect(method, params, direction)
+                         if detect or method == "initialize" else None,
+                         id_is_str=id_is_str)
+    if "error" in obj:
+        return Extracted("invalid" if problem else "error", rpc_id=rpc_id,
+                         payload=dump(obj["error"]), parse_error=problem, known=True,
+                         id_is_str=id_is_str)
+    if "result" in obj:
+        return Extracted("invalid" if problem else "response", rpc_id=rpc_id,
+                         payload=dump(obj["result"]), parse_error=problem, known=True,
+                         id_is_str=id_is_str)
+    return Extracted("invalid", rpc_id=rpc_id, payload=dump(obj), known=False,
+                     parse_error="neither a request (method) nor a response (result/error)")
+
+
+VERSION_WINDOW = 64  # frames in which a known protocol's version is still looked for
+
+
+class Classifier:
+    """Classifies the frames of one session in order: detects its protocol from the first frames
+    that show it (unless given), and flags protocol-level anomalies that single frames cannot
+    show: a request id reused while a request with that id is pending in the same direction, and
+    a frame whose method belongs to another protocol than the session's."""
+
+    def __init__(self, protocol: str | None = None):
+        self.protocol = protocol
+        self.version: str | None = None
+        self.pending: dict[tuple[str, str, bool], int] = {}  # (direction, id, is str) -> frame
+        self.n = 0
+        self._foreign: dict[str, str | None] = {}  # method -> anomaly text
+
+    def __call__(self, raw: bytes, direction: str) -> Extracted:
+        self.n += 1
+        # detection runs until the protocol is known, then for its version only in the session's
+        # first frames (a Wire client that never sends initialize would otherwise pay for it on
+        # every frame), and always on initialize (which settles an MCP version after a
+        # server/discover fallback)
+        ex = classify(raw, direction, self.protocol,
+                      detect=self.protocol is None or (self.version is None
+                                                       and self.n <= VERSION_WINDOW))
+        hint = ex.protocol_hint
+        if hint is not None:
+            if self.protocol is None:
+                self.protocol, self.version = hint
+                self._foreign.clear()
+                if ex.method is not None:  # judged again now that the protocol is known
+                    ex = classify(raw, direction, self.protocol, detect=False)
+            elif hint[0] == self.protocol and hint[1] and (
+                    self.version is None or ex.method == "initialize"):
+                # an MCP client that falls back from server/discover settles the version in
+                # initialize
+                self.version = hint[1]
+        method = ex.method
+        if method is not None and self.protocol:
+            try:
+                foreign = self._foreign[method]
+            except KeyError:
+                other = protocols.foreign(method, protocols.get(self.protocol))
+                foreign = self._foreign[method] = None if other is None else \
+                    f"{method} is a {other.name} method, in a {self.protocol} session"
+            ex.anomaly = foreign
+        rpc_id = ex.rpc_id
+        if rpc_id is not None:
+            kind = ex.kind
+            if kind == "request":
+                key = (direction, rpc_id, ex.id_is_str)
+                if key in self.pending:
+                    ex.anomaly = _join(ex.anomaly, f"request id {rpc_id} reused while an "
+                                                   f"earlier {direction} request with that id "
+                                                   f"is unanswered")
+                self.pending[key] = self.n
+            elif kind == "response" or kind == "error":
+                self.pending.pop(("a2c" if direction == "c2a" else "c2a", rpc_id, ex.id_is_str),
+                                 None)
+        return ex
+
+
+def _join(a: str | None, b: str) -> str:
+    return b if not a else f"{a}; {b}"
