@@ -3,6 +3,10 @@ each agent request paired with the client's answer and the client's own requests
 
 Every frame is kept, known or not: unknown methods and types, non-JSON lines and frames without a
 final newline are replayed (sent or compared) as they were recorded.
+
+What a recorded frame is (kind, method, type, payload) is read from the recording, as the
+recorder's classifier stored it; live frames go through that same classifier (`parse_msg`), so
+both sides are judged alike.
 """
 
 from __future__ import annotations
@@ -15,14 +19,12 @@ from typing import Any
 import orjson
 
 from wire_recorder.recorder import protocols
-from wire_recorder.recorder.errors import UserError
-from wire_recorder.recorder.frames import Classifier
+from wire_recorder.recorder.classify import PAYLOAD_MAX, Classifier, classify
+from wire_recorder.recorder.errors import InputError, NotARecording, UserError
+from wire_recorder.recorder.model import Frame
 from wire_recorder.recorder.protocols.base import Adapter
 from wire_recorder.recorder.transcript import load_recording
 
-from .errors import ReplayInputError
-
-_MISSING = object()
 WIRE = protocols.get("wire")
 
 
@@ -65,30 +67,34 @@ class Msg:
 
 def parse_msg(raw: bytes, direction: str, t: float = 0.0, newline: bool = True,
               adapter: Adapter = WIRE) -> Msg:
-    m = Msg(direction, raw, t, newline=newline, adapter=adapter)
+    """A live frame, classified by the recorder's classifier."""
+    ex = classify(raw, direction, adapter.name, detect=False, values=True)
+    obj = ex.obj
+    return Msg(direction, raw, t, obj, ex.kind, ex.method, _id_of(obj), ex.msg_type, ex.payload,
+               newline, adapter=adapter)
+
+
+def recorded_msg(f: Frame, t: float, adapter: Adapter) -> Msg:
+    """A recorded frame, as the recording classified it. The message itself is parsed too: the
+    stored rpc_id is text and cannot tell 1 from "1", and replay sends, rewrites and normalises
+    the message."""
+    raw = bytes(f.raw)
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return m
-    m.obj = obj
-    if not isinstance(obj, dict):
-        return m
-    method = obj.get("method", _MISSING)
-    if method is not _MISSING:
-        if not isinstance(method, str):
-            return m
-        m.method = method
-        m.kind = "request" if "id" in obj else "notification"
-        m.rpc_id = obj.get("id")
-        params = obj.get("params")
-        m.msg_type = adapter.msg_type(method, params)
-        m.payload = adapter.payload(method, params)
-        return m
-    if "error" in obj:
-        m.kind, m.rpc_id, m.payload = "error", obj.get("id"), obj.get("error")
-    elif "result" in obj:
-        m.kind, m.rpc_id, m.payload = "response", obj.get("id"), obj.get("result")
-    return m
+        obj = None
+    if f.payload is not None:
+        payload = orjson.loads(f.payload)
+    elif len(raw) > PAYLOAD_MAX:  # not stored for frames this big
+        payload = classify(raw, f.direction, adapter.name, detect=False, values=True).payload
+    else:
+        payload = None
+    return Msg(f.direction, raw, t, obj, f.kind, f.method, _id_of(obj), f.msg_type, payload,
+               f.newline is not False, adapter=adapter)
+
+
+def _id_of(obj: Any) -> Any:
+    return obj.get("id") if isinstance(obj, dict) else None
 
 
 @dataclass
@@ -243,6 +249,9 @@ def session_adapter(session: dict, frames) -> Adapter:
 def build_recording(path: str, session: dict, frames) -> Recording:
     frames = list(frames)
     adapter = session_adapter(session, frames)
+    # the stored fields were extracted with the session's adapter; a session without a known
+    # protocol is read with the one detected now, so its frames are classified again
+    stored = session.get("protocol") == adapter.name
     mono0 = session.get("mono_start_ns")
     msgs: list[Msg] = []
     eof_t: float | None = None
@@ -258,7 +267,8 @@ def build_recording(path: str, session: dict, frames) -> Recording:
         if mono0 is None:
             mono0 = f.mono_ns or 0
         t = ((f.mono_ns or mono0) - mono0) / 1e9
-        msgs.append(parse_msg(bytes(f.raw), f.direction, t, f.newline is not False, adapter))
+        msgs.append(recorded_msg(f, t, adapter) if stored else
+                    parse_msg(bytes(f.raw), f.direction, t, f.newline is not False, adapter))
     msgs = repair_order(msgs)
     eof_at = next((i for i, m in enumerate(msgs) if m.kind == "eof"), None)
     if eof_at is not None:
@@ -284,19 +294,19 @@ def load(path: str | os.PathLike, session_id: str | None = None) -> Recording:
     """Load one session from a .db or a .jsonl transcript. Raises UserError subclasses."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise ReplayInputError(f"{path}: no such file", "give a .db written by wire-proxy or a "
+        raise NotARecording(f"{path}: no such file", "give a .db written by wire-proxy or a "
                                                         ".jsonl transcript")
     if os.path.isdir(path):
-        raise ReplayInputError(f"{path} is a directory, not a recording")
+        raise NotARecording(f"{path} is a directory, not a recording")
     try:
         session, frames = load_recording(path, session_id)
     except UserError:
         raise
     except Exception as e:  # duckdb internals on a damaged file: one line, no traceback
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ReplayInputError(f"cannot read {path}: {first}") from None
+        raise NotARecording(f"cannot read {path}: {first}") from None
     rec = build_recording(path, session, frames)
     if not rec.msgs:
-        raise ReplayInputError(f"session {rec.session_id} in {path} has no client or agent frames",
+        raise InputError(f"session {rec.session_id} in {path} has no client or agent frames",
                                "nothing to replay")
     return rec
