@@ -61,9 +61,9 @@ class Item:
 class Position:
     """Turn and step, followed along the agent's stream, for "turn 2, step 1" in reports.
 
-    Wire marks both with events (TurnBegin, StepBegin). Protocols without such events count
-    turns by the responses to the adapter's turn requests (`turn_ids`: ACP session/prompt); a
-    protocol without turns (MCP) gives no position."""
+    Wire marks both with events (the adapter's turn_begin_types, step_begin_types). Protocols
+    without such events count turns by the responses to the adapter's turn requests
+    (`turn_ids`: ACP session/prompt); a protocol without turns (MCP) gives no position."""
 
     def __init__(self, turn_ids: set[bytes] | frozenset = frozenset()) -> None:
         self.turn = 0
@@ -73,13 +73,14 @@ class Position:
         self.has_turns = True
 
     def see(self, m: Msg) -> str:
-        if m.adapter.anchor_types:
-            if m.method == "event" and m.msg_type == "TurnBegin":
+        a = m.adapter
+        if a.turn_begin_types:
+            if m.kind == "notification" and m.msg_type in a.turn_begin_types:
                 self.turn += 1
                 self.step = 0
-            elif m.method == "event" and m.msg_type == "StepBegin":
-                n = m.payload.get("n") if isinstance(m.payload, dict) else None
-                self.step = n if isinstance(n, int) else self.step + 1
+            elif m.kind == "notification" and m.msg_type in a.step_begin_types:
+                n = a.step_number(m.payload)
+                self.step = n if n is not None else self.step + 1
             return self.where()
         self.has_turns = bool(m.adapter.turn_methods)
         if m.kind in ("response", "error") and m.id_key in self.turn_ids:

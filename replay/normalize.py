@@ -48,7 +48,8 @@ class IgnoreRule:
         segs = tuple(s for s in path.strip().split("."))
         if not path.strip() or any(not s for s in segs):
             raise UsageError(f"--ignore {text!r} is not a path",
-                                   "use [TYPE:]dotted.path, e.g. ApprovalRequest:params.payload.source_id")
+                             "use [SELECTOR:]dotted.path, e.g. request:params.payload.id "
+                             "(SELECTOR: a type, a method, request, response or error)")
         return cls(sel, segs, reason)
 
     def __str__(self) -> str:

@@ -85,9 +85,11 @@ class Adapter:
     # `--flag=value`): replay masks their values in both runs' frames.
     session_flags: tuple[str, ...] = ()
     path_flags: tuple[str, ...] = ()
-    # Agent frame types that begin a turn (Wire TurnBegin); with turn_methods, where the HTML
-    # report's time axis starts.
+    # Agent frame types that begin a turn (Wire TurnBegin) or a step (Wire StepBegin): replay's
+    # reports say "turn 2, step 1" from them (protocols without them count turns by
+    # turn_methods); with turn_methods, where the HTML report's time axis starts.
     turn_begin_types: frozenset[str] = frozenset()
+    step_begin_types: frozenset[str] = frozenset()
     # Agent request types (the `requests` view's `type`) the HTML report draws as approval waits.
     approval_types: frozenset[str] = frozenset()
 
@@ -116,6 +118,10 @@ class Adapter:
         if method in SHARED_METHODS:
             return False
         return method in self.client_methods or method in self.agent_methods
+
+    def step_number(self, payload: Any) -> int | None:
+        """The number a step-begin frame gives its step; None: steps are counted."""
+        return None
 
     # -- replay --------------------------------------------------------------------------------
     def minted(self, method: str | None, result: Any) -> list[str]:

@@ -37,6 +37,7 @@ class Wire(Adapter):
     matchers = MATCHERS
     default_match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")
     turn_begin_types = frozenset({"TurnBegin"})
+    step_begin_types = frozenset({"StepBegin"})
     approval_types = frozenset({"ApprovalRequest"})
 
     def detect(self, method, params, direction):
@@ -77,6 +78,10 @@ class Wire(Adapter):
         if msg_type == "HookRequest":
             return {"request_id": rid, "action": "block", "reason": why}
         return None
+
+    def step_number(self, payload):
+        n = payload.get("n") if isinstance(payload, dict) else None
+        return n if isinstance(n, int) else None
 
     def describe(self, kind, method, msg_type, payload):
         return labels.describe(kind, method, msg_type, payload)
