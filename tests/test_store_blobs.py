@@ -1,9 +1,11 @@
-"""Large frames in the `<db>.blobs` sidecar, and files of the older schema (1) without it."""
+"""Large frames in the `<db>.blobs` sidecar, and files of the older schema (1) without it.
+(tests/test_model.py opens the stored recordings of every schema version.)"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +14,11 @@ import duckdb
 import orjson
 import pytest
 
+# schema 1's DDL as that release wrote it, not as today's registry makes it
+from tests.data.make_schema_fixtures import FRAMES_DDL, META_DDL, SESSIONS_DDL
 from tests.harness.proxy import db_rows, echo_agent_cmd, run_proxy
 from wire_recorder.recorder.errors import NotARecording, SchemaTooNew
-from wire_recorder.recorder.store import (
-    FRAMES_DDL,
-    INLINE_MAX,
-    META_DDL,
-    SCHEMA_VERSION,
-    SESSIONS_DDL,
-    open_store,
-)
+from wire_recorder.recorder.store import INLINE_MAX, SCHEMA_VERSION, open_store
 
 BIN = Path(sys.executable).parent
 BIG = b'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart","payload":' \
@@ -75,10 +72,7 @@ def test_schema_1_file_reads_read_only_and_migrates_when_opened_for_writing(tmp_
 
 def test_schema_too_new_file_is_refused(tmp_path):
     db = str(tmp_path / "new.db")
-    make_v1(db, [b"x"])
-    con = duckdb.connect(db)
-    con.execute(f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
-    con.close()
+    shutil.copyfile(Path(__file__).parent / "data" / "schema_too_new.db", db)
     for read_only in (True, False):
         with pytest.raises(SchemaTooNew, match="newer wire-recorder"):
             open_store(db, read_only=read_only)
