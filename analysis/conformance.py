@@ -26,7 +26,7 @@ from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import SessionNotFound, UserError
 
 if TYPE_CHECKING:
-    from wire_recorder.recorder.frames import Frame
+    from wire_recorder.recorder.model import Frame
     from wire_recorder.recorder.store import Store
 
 Severity = Literal["violation", "unknown"]

@@ -510,7 +510,8 @@ def _frames_of_real_capture():
     """The captured frames as recorded Frames, one session per capture session."""
     import datetime as dt
 
-    from wire_recorder.recorder.frames import Classifier, Frame
+    from wire_recorder.recorder.classify import Classifier
+    from wire_recorder.recorder.model import Frame
 
     sessions: dict[str, list] = {}
     for rec in _records():
@@ -778,7 +779,8 @@ def test_the_check_never_raises(protocol, version, messages):
     import datetime as dt
 
     from wire_recorder.analysis.conformance import check_frames
-    from wire_recorder.recorder.frames import Classifier, Frame
+    from wire_recorder.recorder.classify import Classifier
+    from wire_recorder.recorder.model import Frame
 
     classify, frames = Classifier(protocol), []
     for seq, (direction, obj) in enumerate(messages, start=1):
