@@ -1,11 +1,10 @@
-"""Protocol adapters and the per-session classifier: detection, types, anomalies, and that a
-fourth protocol is one new file."""
+"""Protocol adapters and the per-session classifier: detection, types, anomalies, the registry
+(an entry-point group), and that a fourth protocol is one package and one entry point."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,56 +92,167 @@ def test_foreign_and_batch_frames_are_flagged():
         "protocol_version": "1.1"}}), "c2a").anomaly is None
 
 
-def test_every_adapter_file_registers():
-    files = sorted(p.parent.name for p in (ROOT / "recorder" / "protocols").glob("*/__init__.py"))
-    assert sorted(protocols.names()) == files == ["acp", "mcp", "wire"]
+def test_in_tree_adapters_register_in_detection_order():
+    packages = sorted(p.parent.name for p in (ROOT / "recorder" / "protocols").glob("*/__init__.py"))
+    assert packages == ["acp", "mcp", "wire"]
+    # in-tree first, in a fixed order (wire's tells are the most specific), then any others
+    assert protocols.names()[:3] == list(protocols.IN_TREE) == ["wire", "acp", "mcp"]
     assert protocols.get("nonsense") is protocols.GENERIC
+    # sessions stored before the protocol column are Wire sessions
+    assert protocols.for_session(None) is protocols.get("wire")
 
 
+def test_the_in_tree_adapters_need_no_distribution_metadata():
+    """From a source tree without an install (or with unreadable metadata), the in-tree
+    adapters are still there, in order; unreadable metadata is one warning, not a crash."""
+    script = r'''
+import importlib.metadata as md, json, sys
+mode = sys.argv[1]
+def entry_points(**kw):
+    if mode == "raise":
+        raise OSError("metadata unreadable")
+    return []
+md.entry_points = entry_points
+from wire_recorder.recorder import protocols
+print(json.dumps(protocols.names()))
+'''
+    for mode in ("none", "raise"):
+        out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == ["wire", "acp", "mcp"]
+        assert ("entry points unreadable" in out.stderr) == (mode == "raise")
+
+
+# A fourth protocol, shipped by a third party: one package and one entry point, nothing else.
 LSP_ADAPTER = '''
-from .base import Adapter
+from wire_recorder.recorder.protocols.base import Adapter
+
 
 class Lsp(Adapter):
     name = "lsp"
-    client_methods = frozenset({"textDocument/hover", "shutdown", "exit"})
+    title = "Language Server Protocol"
+    agent_role = "server"
+    client_methods = frozenset({"initialize", "initialized", "textDocument/hover", "shutdown"})
     agent_methods = frozenset({"window/showMessageRequest", "window/logMessage"})
     agent_request_methods = frozenset({"window/showMessageRequest"})
-    anchor_methods = frozenset({"textDocument/hover"})
+    anchor_methods = frozenset({"initialize", "textDocument/hover"})
+    matchers = {"lsp_message": (lambda r: r.get("message"), "showMessageRequest: its message")}
+    default_match_on = ("method", "lsp_message")
 
     def detect(self, method, params, direction):
         if method == "initialize" and isinstance(params, dict) and "processId" in params:
             return ("lsp", None)
         return None
 
+    def describe(self, kind, method, msg_type, payload):
+        if method == "window/showMessageRequest":
+            return f"server asks {payload.get('message')!r}"
+        return None
+
+
 ADAPTER = Lsp()
 '''
 
+LSP_SESSION = [
+    {"dir": "c2a", "frame": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": 1}}},
+    {"dir": "a2c", "frame": {"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}},
+    {"dir": "c2a", "frame": {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
+                             "params": {"position": {"line": 1}}}},
+    {"dir": "a2c", "frame": {"jsonrpc": "2.0", "id": 7, "method": "window/showMessageRequest",
+                             "params": {"message": "Reload?"}}},
+    {"dir": "c2a", "frame": {"jsonrpc": "2.0", "id": 7, "result": {"title": "yes"}}},
+    {"dir": "a2c", "frame": {"jsonrpc": "2.0", "id": 2, "result": {"contents": "int x"}}},
+    {"dir": "a2c", "frame": {"jsonrpc": "2.0", "method": "window/logMessage", "params": {"message": "done"}}},
+]
 
-def test_a_fourth_protocol_is_one_new_file(tmp_path):
-    """Copy the recorder, add recorder/protocols/lsp.py, and nothing else: detection,
-    classification and replay's view of the recording pick it up."""
-    pkg = tmp_path / "wire_recorder"
-    shutil.copytree(ROOT / "recorder", pkg / "recorder", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "replay", pkg / "replay", ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "recorder" / "protocols" / "lsp.py").write_text(LSP_ADAPTER)
+# the server under test when the recording is replayed; MESSAGE is what it asks the client
+LSP_SERVER = '''
+import json, sys
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {}}})
+    elif msg.get("method") == "textDocument/hover":
+        hover = msg["id"]
+        send({"jsonrpc": "2.0", "id": 7, "method": "window/showMessageRequest",
+              "params": {"message": sys.argv[1]}})
+    elif msg.get("id") == 7 and "result" in msg:
+        send({"jsonrpc": "2.0", "id": hover, "result": {"contents": "int x"}})
+        send({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"message": "done"}})
+'''
+
+
+def test_a_fourth_protocol_is_one_package_and_one_entry_point(tmp_path):
+    """A third party's LSP adapter: one package beside a dist-info that declares it in the
+    `wire_recorder.protocols` group (what `pip install` of its wheel leaves), and a broken entry
+    point beside it. Without touching any file of this tree, the adapter is registered after the
+    in-tree ones, detects and classifies its sessions, labels them for replay's reports, adds its
+    matcher, and wire-show and wire-replay handle its recordings; the broken one is skipped with
+    a warning."""
+    site = tmp_path / "site"
+    (site / "lsp_adapter").mkdir(parents=True)
+    (site / "lsp_adapter" / "__init__.py").write_text(LSP_ADAPTER)
+    dist = site / "lsp_adapter-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lsp-adapter\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[wire_recorder.protocols]\nlsp = lsp_adapter:ADAPTER\nbroken = no_such_module:ADAPTER\n")
+    transcript = tmp_path / "lsp.jsonl"
+    lines = [{"wire_transcript": 1, "session": {"session_id": "lsp-1", "command": ["lsp-server"]}}]
+    lines += [dict(x, t_ms=float(i + 1)) for i, x in enumerate(LSP_SESSION)]
+    transcript.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+    server = tmp_path / "server.py"
+    server.write_text(LSP_SERVER)
+    env = dict(os.environ, PYTHONPATH=str(site), COLUMNS="200")
+    bin_dir = Path(sys.executable).parent
+
+    def run(*argv):
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
     script = r'''
 import json
-from wire_recorder.recorder.frames import Classifier
-from wire_recorder.replay.recording import parse_msg, session_adapter
-c = Classifier()
-init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": 1}}).encode()
-c(init, "c2a")
-ex = c(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "window/showMessageRequest", "params": {}}).encode(), "a2c")
-class F:
-    direction, raw = "c2a", init
-a = session_adapter({}, [F()])
-print(json.dumps([c.protocol, ex.known, a.name, sorted(a.anchor_methods)]))
+from wire_recorder.recorder import protocols
+from wire_recorder.replay.labels import describe
+from wire_recorder.replay.matchers import MATCHERS
+from wire_recorder.replay.recording import parse_msg
+lsp = protocols.get("lsp")
+ask = parse_msg(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "window/showMessageRequest",
+                            "params": {"message": "Reload?"}}).encode(), "a2c", adapter=lsp)
+print(json.dumps([protocols.names(), describe(ask), "lsp_message" in MATCHERS,
+                  protocols.detect("initialize", {"processId": 1}, "c2a")]))
 '''
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=60)
+    out = run(sys.executable, "-c", script)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == ["lsp", True, "lsp", ["textDocument/hover"]]
+    assert json.loads(out.stdout) == [["wire", "acp", "mcp", "lsp"], "server asks 'Reload?'", True,
+                                      ["lsp", None]]
+    assert "protocol adapter 'broken'" in out.stderr and "skipped" in out.stderr
+
+    q = run(str(bin_dir / "wire-query"), str(transcript), "-f", "json",
+            "SELECT s.protocol, bool_and(f.known) AS known FROM frames f JOIN sessions s USING "
+            "(session_id) WHERE f.direction IN ('c2a', 'a2c') GROUP BY ALL")
+    assert q.returncode == 0, q.stderr
+    assert json.loads(q.stdout) == [{"protocol": "lsp", "known": True}]
+
+    show = run(str(bin_dir / "wire-show"), str(transcript))
+    assert show.returncode == 0, show.stderr
+    assert "protocol lsp" in show.stdout
+    assert "window/showMessageRequest server asks 'Reload?'" in show.stdout
+    assert "client answered window/showMessageRequest after 1 ms" in show.stdout
+    assert "< textDocument/hover" in show.stdout
+
+    same = run(str(bin_dir / "wire-replay"), str(transcript), "--", sys.executable, str(server), "Reload?")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "MATCHES" in same.stdout
+    other = run(str(bin_dir / "wire-replay"), str(transcript), "--", sys.executable, str(server), "Quit?")
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert "expected server asks 'Reload?', got server asks 'Quit?'" in other.stdout
+    assert "differs in lsp_message" in other.stdout
 
 
 def test_string_and_number_ids_are_different_ids():

@@ -55,7 +55,9 @@ def _load() -> None:
     for name in IN_TREE:
         _add(importlib.import_module(f"{__name__}.{name}").ADAPTER, name)
     for ep in _entry_points():
-        if ep.name in IN_TREE:  # the in-tree ones, declared by this distribution
+        if ep.name in IN_TREE:  # declared by this distribution, loaded above
+            if ep.value.replace(" ", "") != f"{__name__}.{ep.name}:ADAPTER":
+                _warn(f"{ep.name!r} ({ep.value}): the name is the in-tree adapter's")
             continue
         try:
             adapter = ep.load()
