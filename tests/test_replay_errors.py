@@ -84,7 +84,7 @@ def test_a_session_without_frames(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--speed", "-1"], "--speed"),
-    (["--on-unmatched", "maybe"], "--on-unmatched 'maybe'"),
+    (["--on-unmatched", "maybe"], "'maybe' is not one of 'fail', 'reject', 'error'"),
     (["--match-on", "type,colour"], "unknown matcher colour"),
     (["--ignore", "ApprovalRequest:"], "is not a path"),
     (["--env", "NOVALUE"], "is not KEY=VALUE"),
@@ -100,11 +100,12 @@ def test_nothing_after_the_double_dash():
 
 
 def test_agent_command_not_found_or_not_executable(tmp_path):
-    assert_one_line_error(run_cli([SAMPLE, "--", "no-such-agent-xyz", "--wire"]), 2,
+    # 127, as a shell says, and as wire-proxy says for the same agent command
+    assert_one_line_error(run_cli([SAMPLE, "--", "no-such-agent-xyz", "--wire"]), 127,
                           "cannot start the agent: no-such-agent-xyz: command not found")
     script = tmp_path / "agent.sh"
     script.write_text("#!/bin/sh\n")
-    assert_one_line_error(run_cli([SAMPLE, "--", script]), 2, "permission denied")
+    assert_one_line_error(run_cli([SAMPLE, "--", script]), 127, "permission denied")
     assert_one_line_error(run_cli([SAMPLE, "--cwd", tmp_path / "gone", "--", "true"]), 2,
                           "the work dir", "does not exist")
 
