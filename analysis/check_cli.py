@@ -29,7 +29,7 @@ def check_cmd(
     as unknown. Exit 0: no violations; 1: violations."""
     from wire_recorder.recorder.errors import SessionNotFound
 
-    from .conformance import check_frames, sessions_of
+    from .conformance import check_frames, has_model, sessions_of
     from .sources import expand_inputs
 
     checked: list[dict[str, Any]] = []
@@ -48,6 +48,7 @@ def check_cmd(
                             "name": row.get("name"), "protocol": row.get("protocol"),
                             "protocol_version": row.get("protocol_version"),
                             "frames": sum(f.direction in ("c2a", "a2c") for f in frames),
+                            "model": has_model(row),
                             "findings": found})
             findings.extend(found)
     if not checked:
@@ -71,10 +72,12 @@ def check_cmd(
 def _text(c: dict[str, Any]) -> str:
     who = f"{c['name']} ({c['session_id']})" if c["name"] else str(c["session_id"])
     lines = [f"{c['path']}: {who}, {c['protocol'] or 'unknown protocol'} "
-             f"{c['protocol_version'] or ''}".rstrip() + f", {c['frames']} frames"]
+             f"{c['protocol_version'] or ''}".rstrip() + f", {c['frames']} frames"
+             + ("" if c["model"] else " (JSON-RPC only: no model of this protocol)")]
     for v in c["findings"]:
         mark = "" if v.severity == "violation" else " [unknown]"
-        lines.append(f"  seq {v.seq} {v.direction} {v.kind} {v.label}{mark}: {v.message}")
+        lines.append(f"  seq {v.seq} {v.direction} {' '.join(filter(None, (v.kind, v.label)))}"
+                     f"{mark}: {v.message}")
     return "\n".join(lines) + "\n"
 
 

@@ -109,8 +109,9 @@ def check_frames(session: dict[str, Any], frames: Iterable[Frame]) -> list[Viola
                 say(verdict[1], verdict[0], method=method, msg_type=msg_type)
             continue
         if f.known is False:
-            say(f"not a {what} {'type' if f.msg_type else 'method'}: kept as it is",
-                "unknown")
+            say(f"not a {what} {'type' if f.msg_type else 'method'}: kept as it is"
+                if adapter is not protocols.GENERIC else
+                f"no adapter knows protocol {session.get('protocol')}: kept as it is", "unknown")
             verdict = ("unknown", "")
         else:
             verdict = judge(f.direction, obj, None) if judge else None
@@ -171,17 +172,27 @@ def violations(findings: Iterable[Violation]) -> list[Violation]:
     return [v for v in findings if v.severity == "violation"]
 
 
+def has_model(session: dict[str, Any]) -> bool:
+    """Whether the session's protocol has a model; without one only JSON-RPC itself is checked.
+    Raises UserError like check_frames when the model's SDK is missing."""
+    adapter = protocols.get(session.get("protocol"))
+    return adapter.conformance(session.get("protocol_version")) is not None
+
+
 def summary_line(session: dict[str, Any], frames: Iterable[Frame]) -> str:
     """One line for wire-show: how many frames break the protocol's model, the first one."""
     try:
         found = check_frames(session, frames)
+        what = "conformance" if has_model(session) else \
+            f"conformance (JSON-RPC only: no model of {session.get('protocol') or 'this protocol'})"
     except UserError as e:
         return f"conformance: not checked ({e.one_line()})"
     bad = violations(found)
     unknown = len(found) - len(bad)
     tail = f", {unknown} unknown" if unknown else ""
     if not bad:
-        return f"conformance: no violations{tail}"
+        return f"{what}: no violations{tail}"
     first = bad[0]
-    return (f"conformance: {len(bad)} violation{'s' if len(bad) > 1 else ''}{tail} "
-            f"(first: seq {first.seq} {first.direction} {first.label}: {first.message})")
+    return (f"{what}: {len(bad)} violation{'s' if len(bad) > 1 else ''}{tail} "
+            f"(first: seq {first.seq} {' '.join(filter(None, (first.direction, first.label)))}: "
+            f"{first.message})")

@@ -795,3 +795,24 @@ def test_the_check_never_raises(protocol, version, messages):
     found = check_frames({"session_id": "s", "protocol": protocol,
                           "protocol_version": version}, frames)
     assert all(v.severity in ("violation", "unknown") and v.message for v in found)
+
+
+def test_a_protocol_without_a_model_gets_the_json_rpc_checks_and_says_so(tmp_path):
+    path = tmp_path / "lsp.jsonl"
+    path.write_text("\n".join([
+        '{"wire_transcript":1,"session":{"session_id":"lsp-1","protocol":"lsp"}}',
+        '{"dir":"c2a","frame":{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}},'
+        '"t_ms":1.0}',
+        '{"dir":"a2c","frame":{"jsonrpc":"2.0","id":1,"result":{}},"t_ms":2.0}',
+        '{"dir":"a2c","text":"Content-Length: 12","t_ms":3.0}']) + "\n")
+    res = subprocess.run([BIN / "wire-check", path], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] + lines[3:] == [
+        f"{path}: lsp-1, lsp, 3 frames (JSON-RPC only: no model of this protocol)",
+        "  seq 1 c2a request initialize [unknown]: no adapter knows protocol lsp: kept as it is",
+        "1 violation, 1 unknown in 1 session (3 frames)"]
+    assert lines[2].startswith("  seq 3 a2c invalid: not JSON: ")
+    show = subprocess.run([BIN / "wire-show", path], capture_output=True, text=True, timeout=60)
+    assert "conformance (JSON-RPC only: no model of lsp): 1 violation, 1 unknown (first: seq 3" \
+        in show.stdout
