@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
+from wire_recorder.recorder.classify import classify
 from wire_recorder.recorder.errors import NoRecordings, NotARecording, TranscriptError
-from wire_recorder.recorder.frames import Frame, classify
+from wire_recorder.recorder.model import Frame, frame_row
 from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript, store_session
@@ -112,8 +113,7 @@ def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, 
         raw = kimi_frame_bytes(msg["type"], msg.get("payload"))
         ex = classify(raw, "a2c", "wire")
         wall = _dt.datetime.fromtimestamp(ts, _dt.UTC).replace(tzinfo=None)
-        frames.append(Frame(sid, len(frames) + 1, wall, ns, "a2c", raw, True, len(raw), ex.kind,
-                            ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error, ex.known))
+        frames.append(Frame(*frame_row(sid, len(frames) + 1, wall, ns, "a2c", raw, True, ex)))
     started = frames[0].ts if frames else _dt.datetime.fromtimestamp(
         os.path.getmtime(path), _dt.UTC).replace(tzinfo=None)
     session = {
@@ -174,8 +174,12 @@ def import_files(paths: list[str], db: str, replace: bool = False,
                  progress: Callable[[str, int], None] | None = None) -> list[dict]:
     """Import each file into db (one session per file). Stops at the first bad file with a
     UserError naming it; sessions imported before it stay."""
+    from .views import store_views
+
     results = []
     with open_store(db) as store:
+        # a file analysis writes gets the analysis views stored in it (plain duckdb sees them)
+        store_views(store.con)
         for path in paths:
             session, frames = read_any_jsonl(path)
             source = session.get("source") or "transcript"

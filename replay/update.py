@@ -14,8 +14,9 @@ import time
 
 import orjson
 
+from wire_recorder.recorder.classify import Classifier, Extracted
 from wire_recorder.recorder.errors import OutputError
-from wire_recorder.recorder.frames import Classifier, Extracted, Frame, wall_ts
+from wire_recorder.recorder.model import Frame, frame_row, wall_ts
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import frame_line, session_header, store_session
 
@@ -37,9 +38,8 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
             ex, raw = Extracted("stderr"), lf.raw
         else:
             ex, raw = classify(lf.raw, lf.direction), lf.raw
-        frames.append(Frame(sid, len(frames) + 1, wall_ts(lf.wall_ns), lf.mono_ns, lf.direction,
-                            raw, lf.newline, len(raw), ex.kind, ex.method, ex.rpc_id, ex.msg_type,
-                            ex.payload, ex.parse_error, ex.known, anomaly=ex.anomaly))
+        frames.append(Frame(*frame_row(sid, len(frames) + 1, wall_ts(lf.wall_ns), lf.mono_ns,
+                                       lf.direction, raw, lf.newline, ex)))
     session = {k: v for k, v in rec.session.items() if v is not None}
     start = ordered[0] if ordered else None
     session.update(
