@@ -101,7 +101,7 @@ def scripts_with(name: str, old: str, new: str) -> list[str]:
     return out
 
 
-def run_cli(args: Sequence[str], timeout: float = 120, env: dict | None = None,
+def run_cli(args: Sequence[str | os.PathLike], timeout: float = 120, env: dict | None = None,
             input: bytes | None = None) -> subprocess.CompletedProcess:
     """Run wire-replay; the test fails on a hang (timeout) rather than hanging itself."""
     e = dict(os.environ)
