@@ -706,8 +706,9 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
     session replayed first, against the same agent set-up (see replay.origins; `origin_files`
     are searched besides the recording's own .db); those runs are in `result.origins`.
 
-    Raises UserError subclasses for input problems (exit code 2 at the CLI); divergences are in
-    the result (`result.ok`, `result.first`, `result.divergences`)."""
+    Raises UserError kinds for input problems (recorder.errors: exit 2, or 127 for an agent
+    that cannot start); divergences are in the result (`result.ok`, `result.first`,
+    `result.divergences`)."""
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     if agent:
