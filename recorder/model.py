@@ -121,7 +121,8 @@ class Frame:
         "for frames over 1 MiB (DuckDB stores MB-sized strings slowly; the bytes are always "
         "kept, in `raw` or the sidecar)"))
     parse_error: str | None = field(metadata=_col(
-        "VARCHAR", "why the frame is `invalid` (not UTF-8, not JSON, not JSON-RPC, batch)"))
+        "VARCHAR", "why the frame is `invalid` (not UTF-8, not JSON, not JSON-RPC, `jsonrpc` not "
+        "`\"2.0\"`, batch)"))
     known: bool | None = field(metadata=_col(
         "BOOLEAN", "the session's protocol knows this method / type (false = stored as is, "
         "flagged; NULL before the protocol is known)"))
