@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import orjson
 
+from wire_recorder.recorder.classify import PAYLOAD_MAX
 from wire_recorder.recorder.errors import OutputError, UserError
-from wire_recorder.recorder.frames import COLUMNS, PAYLOAD_MAX, Frame
+from wire_recorder.recorder.model import COLUMNS, Frame
 from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
 from wire_recorder.recorder.transcript import write_session
 

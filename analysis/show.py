@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UserError
-from wire_recorder.recorder.frames import Frame
+from wire_recorder.recorder.model import Frame
 from wire_recorder.recorder.protocols.render import Renderer, RpcRenderer, Totals, short
 
 __all__ = ["Timeline", "Totals", "follow", "header", "show_frames"]

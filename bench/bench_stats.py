@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_stats.py --frames 200000 --keep /tmp/b.db
 
 The frames are generated, not recorded, but shaped like the real agent's traffic: every frame is
-built as kimi 1.51.0 serialises it and classified by `recorder.frames.classify` (the loader's
+built as kimi 1.51.0 serialises it and classified by `recorder.classify.classify` (the loader's
 own code), so the extracted columns are exactly what the proxy would store. Per LLM step:
 streamed think and text chunks (the bulk, as with a real model), a tool call with streamed
 arguments, a StatusUpdate with token counts, a ToolResult, and for 40% of the calls an approval
@@ -29,7 +29,8 @@ import orjson
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from wire_recorder.recorder.frames import classify, wall_ts  # noqa: E402
+from wire_recorder.recorder.classify import classify  # noqa: E402
+from wire_recorder.recorder.model import wall_ts  # noqa: E402
 from wire_recorder.recorder.store import open_store  # noqa: E402
 
 TOOLS = [("Shell", 0.4, (5, 4000)), ("ReadFile", 0.0, (1, 30)), ("Grep", 0.0, (5, 300)),

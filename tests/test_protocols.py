@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from wire_recorder.recorder import protocols
-from wire_recorder.recorder.frames import Classifier
+from wire_recorder.recorder.classify import Classifier
 
 ROOT = Path(__file__).resolve().parents[1]
 

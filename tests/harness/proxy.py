@@ -53,7 +53,7 @@ def db_rows(db: str, sql: str, params=()):
 
 def stream_of(db: str, direction: str) -> bytes:
     """The byte stream of one direction, rebuilt from the recorded frames."""
-    from wire_recorder.recorder.frames import COLUMNS, Frame
+    from wire_recorder.recorder.model import COLUMNS, Frame
     from wire_recorder.recorder.store import resolve_blobs
 
     # plain duckdb (not open_store), so callers polling a live file see duckdb's lock errors
