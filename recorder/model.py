@@ -8,7 +8,8 @@ select list that reads older files (`Table.select_list`), and the column tables 
 
 A frame's columns are the fields of `Frame`, in order: the field's metadata carries the rest.
 Adding a column means adding a field here (with `since=` the new schema version), raising
-`store.SCHEMA_VERSION`, and regenerating the docs (`python -m wire_recorder.recorder.model`).
+`store.SCHEMA_VERSION`, regenerating the docs (`python -m wire_recorder.recorder.model
+docs/design.md`) and adding that version's file to tests/data (make_schema_fixtures.py).
 """
 
 from __future__ import annotations

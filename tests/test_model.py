@@ -32,7 +32,9 @@ from wire_recorder.replay.recording import build_recording, parse_msg, recorded_
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
-OLD_VERSIONS = (1, 2, 3)
+# a stored file of every version: a new schema adds its file (make_schema_fixtures.py)
+VERSIONS = tuple(range(1, SCHEMA_VERSION + 1))
+CURRENT = DATA / f"schema{SCHEMA_VERSION}.db"
 
 
 # -- the registry and what is made from it -------------------------------------------------------
@@ -88,11 +90,11 @@ def _schema_of(path: Path) -> list:
 
 
 def test_a_new_file_has_the_schema_old_releases_made(tmp_path):
-    """schema3.db was made with the DDL and migration steps copied from the release that
-    introduced schema 3 (tests/data/make_schema_fixtures.py)."""
+    """The stored file of the current version was made with the DDL and migration steps copied
+    from the release that introduced it (tests/data/make_schema_fixtures.py)."""
     new = tmp_path / "new.db"
     open_store(str(new)).close()
-    assert _schema_of(new) == _schema_of(DATA / "schema3.db")
+    assert _schema_of(new) == _schema_of(CURRENT)
     cols = [(t, n, d) for t, _, n, d, _, _ in _schema_of(new)[1]]
     assert [n for t, n, _ in cols if t == "frames"] == list(COLUMNS)
     assert [n for t, n, _ in cols if t == "sessions"] == list(SESSION_COLUMNS)
@@ -110,7 +112,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("version", OLD_VERSIONS)
+@pytest.mark.parametrize("version", VERSIONS)
 def test_every_old_schema_loads_read_only_and_migrates_when_opened_writable(tmp_path, version):
     db = _copy(f"schema{version}.db", tmp_path)
     before = _digest(db)
@@ -135,11 +137,11 @@ def test_every_old_schema_loads_read_only_and_migrates_when_opened_writable(tmp_
         migrated = store.frames(session["session_id"])
         assert store.sessions() == [session]
     assert [f.row() for f in migrated] == [f.row() for f in frames]
-    assert _schema_of(db) == _schema_of(DATA / "schema3.db")
+    assert _schema_of(db) == _schema_of(CURRENT)
 
 
 def test_the_select_list_of_each_version_reads_its_file():
-    for version in OLD_VERSIONS:
+    for version in VERSIONS:
         con = duckdb.connect(str(DATA / f"schema{version}.db"), read_only=True)
         try:
             rows = con.execute(f"SELECT {store_mod.frame_select(version)} FROM frames").fetchall()
