@@ -9,6 +9,7 @@ import duckdb
 from wire_recorder.recorder.errors import QueryError
 
 from .sources import Workspace, open_workspace
+from .views import VIEW_NAMES
 
 
 def run_sql(ws: Workspace, sql: str) -> tuple[list[str], list[tuple]]:
@@ -28,8 +29,7 @@ def run_sql(ws: Workspace, sql: str) -> tuple[list[str], list[tuple]]:
     return cols, cur.fetchall()
 
 
-DERIVED = re.compile(r"\b(turns|steps|token_usage|tool_calls|requests|errors|anomalies|wr_events|wr_rpc|wr_rounds)\b",
-                     re.I)
+DERIVED = re.compile(r"\b(" + "|".join(VIEW_NAMES) + r")\b", re.I)
 
 
 def query(specs: list[str], sql: str) -> tuple[list[str], list[tuple]]:

@@ -26,8 +26,15 @@ from wire_recorder.recorder.errors import (
     UserError,
 )
 from wire_recorder.recorder.frames import COLUMNS
-from wire_recorder.recorder.store import (ADDED_COLUMNS, FRAMES_DDL, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_DDL, frame_select,
-                            is_duckdb_file)
+from wire_recorder.recorder.store import (
+    ADDED_COLUMNS,
+    FRAMES_DDL,
+    SCHEMA_VERSION,
+    SESSION_COLUMNS,
+    SESSIONS_DDL,
+    frame_select,
+    is_duckdb_file,
+)
 
 from .views import install_views
 
@@ -44,7 +51,7 @@ class Workspace:
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc) -> None:

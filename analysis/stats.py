@@ -6,8 +6,8 @@ requests are grouped by protocol too: a Wire `Shell` and an ACP `Shell` are diff
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 from .sources import Workspace
@@ -34,7 +34,7 @@ class Summary:
         from .output import plain
 
         return {"overview": plain(self.overview),
-                **{t.title: [dict(zip(t.columns, map(plain, r))) for r in t.rows]
+                **{t.title: [dict(zip(t.columns, map(plain, r), strict=True)) for r in t.rows]
                    for t in self.tables}}
 
 
@@ -64,6 +64,7 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
             sum(input_cache_creation), sum(output), sum(total_tokens), sum(subagent_tokens),
             count(*) FILTER (WHERE status <> 'finished')
         FROM st_turns""").fetchone()
+    assert sess is not None and tok is not None  # aggregates without GROUP BY: always one row
     n_turns, steps, i_other, i_read, i_create, out, total, sub, unfinished = tok
     inp = (i_other or 0) + (i_read or 0) + (i_create or 0)
     overview = {

@@ -326,18 +326,10 @@ class Store:
         self.close()
 
 
-def install_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Analysis owns the views; install them when that part is present."""
-    try:
-        from wire_recorder.analysis.views import install_views as _install
-    except ImportError:
-        return
-    _install(con)
-
-
 def open_store(path: str, read_only: bool = False) -> Store:
     """Open a recording. Read-only opens never change the file; writable opens create it (owner
-    only), migrate it to the current schema and install the analysis views."""
+    only) and migrate it to the current schema. Tables only: analysis installs its views when
+    it opens a file (analysis/views.py)."""
     path = os.fspath(path)
     if not read_only:
         old_umask = os.umask(0o077)
@@ -349,7 +341,6 @@ def open_store(path: str, read_only: bool = False) -> Store:
             if os.path.getsize(path) and schema_version(con) is None and _has_tables(con):
                 raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
             version = migrate(con)
-            install_views(con)
         except BaseException:
             con.close()
             raise

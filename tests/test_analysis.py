@@ -13,21 +13,17 @@ import threading
 import duckdb
 import pytest
 
-from tests.harness.analysis import (
-    SUBAGENT_ERRORS,
-    expected_from_frames,
-    frames_of,
-    record,
-    recorded,  # noqa: F401  (recorded is a fixture)
-    run_cli,
-)
+from tests.harness import analysis as harness
+from tests.harness.analysis import SUBAGENT_ERRORS, expected_from_frames, frames_of, record, run_cli
 from wire_recorder.analysis.sources import open_workspace
+
+recorded = harness.recorded  # the fixture, bound under its name for pytest
 
 
 def _rows(ws, sql, params=()):
     cur = ws.con.execute(sql, list(params))
     cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
 def test_views_match_recorded_frames(recorded):
@@ -39,7 +35,7 @@ def test_views_match_recorded_frames(recorded):
         with open_workspace([run.db]) as ws:
             turns = _rows(ws, "SELECT * FROM turns WHERE session_id = ? ORDER BY turn", [sid])
             assert len(turns) == len(exp["turns"]), name
-            for got, want in zip(turns, exp["turns"]):
+            for got, want in zip(turns, exp["turns"], strict=True):
                 assert got["total_tokens"] == want["tokens"], (name, got["turn"])
                 assert got["steps"] == want["steps"], (name, got["turn"])
                 assert got["tool_calls"] == want["tool_calls"], (name, got["turn"])

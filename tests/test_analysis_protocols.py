@@ -24,7 +24,13 @@ import pytest
 from tests.harness.analysis import run_cli
 from wire_recorder.analysis.importers import import_files
 from wire_recorder.analysis.sources import open_workspace
-from wire_recorder.analysis.views import VIEW_NAMES, VIEW_SQL, install_views
+from wire_recorder.analysis.views import (
+    VIEW_NAMES,
+    VIEWS_VERSION,
+    install_views,
+    refresh,
+    sql_texts,
+)
 from wire_recorder.recorder.store import open_store
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
@@ -37,7 +43,7 @@ INPUT_METHODS = ("tools/call", "prompts/get", "resources/read")
 def _rows(con, sql, params=()):
     cur = con.execute(sql, list(params))
     cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
 def _p(f):
@@ -142,7 +148,7 @@ def check_acp_session(ws, sid: str, frames) -> dict:
     exp = expected_acp(frames)
     turns = _rows(ws.con, "SELECT * FROM turns WHERE session_id = ? ORDER BY turn", [sid])
     assert [t["protocol"] for t in turns] == ["acp"] * len(exp["turns"])
-    for got, want in zip(turns, exp["turns"]):
+    for got, want in zip(turns, exp["turns"], strict=True):
         assert (got["turn"], got["prompt_id"], got["user_input"]) == \
             (want["turn"], want["prompt_id"], want["text"])
         assert got["duration_ms"] == pytest.approx(want["ms"], abs=1e-6)
@@ -174,7 +180,7 @@ def check_acp_session(ws, sid: str, frames) -> dict:
     reqs = _rows(ws.con, "SELECT * FROM requests WHERE session_id = ? ORDER BY seq", [sid])
     assert [(r["request_id"], r["type"], r["turn"]) for r in reqs] == \
         [(r["request_id"], r["type"], r["turn"]) for r in exp["requests"]]
-    for got, want in zip(reqs, exp["requests"]):
+    for got, want in zip(reqs, exp["requests"], strict=True):
         assert got["protocol"] == "acp" and got["via"] == "request" and got["resolved_by"] == "client"
         assert got["wait_ms"] == pytest.approx(want["wait"], abs=1e-6)
         assert json.loads(got["answer"]) == want["answer"]
@@ -186,7 +192,7 @@ def check_mcp_session(ws, sid: str, frames) -> dict:
     assert _rows(ws.con, "SELECT * FROM turns WHERE session_id = ?", [sid]) == []  # MCP has no turns
     calls = _rows(ws.con, "SELECT * FROM tool_calls WHERE session_id = ? ORDER BY seq", [sid])
     assert [(c["tool_call_id"], c["tool_name"]) for c in calls] == [(c["id"], c["name"]) for c in exp["calls"]]
-    for got, want in zip(calls, exp["calls"]):
+    for got, want in zip(calls, exp["calls"], strict=True):
         assert got["protocol"] == "mcp" and got["turn"] is None
         assert json.loads(got["arguments"]) == want["args"]
         assert got["duration_ms"] == pytest.approx((want["end"] - want["start"]) / 1e6, abs=1e-6)
@@ -297,10 +303,19 @@ def test_acp_fresh_recording_into_p_db(fresh):
     assert Counter(c["status"] for c in got["calls"].values()) == {"completed": 3, "failed": 1}
     assert [r["outcome"] for r in got["requests"] if r["type"] == "session/request_permission"] == \
         ["approve", "approve", "reject"]
-    # the views stored in the file by the recorder (catalog `p`) give the same rows
+    # the recorder stores tables only; the views analysis stores in the file (catalog `p`) give
+    # the same rows
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == 0
+    finally:
+        con.close()
+    assert refresh(db) and not refresh(db)
     con = duckdb.connect(db, read_only=True)
     try:
         stored = _rows(con, "SELECT tool_call_id, status, duration_ms FROM tool_calls ORDER BY seq")
+        assert con.execute("SELECT value FROM meta WHERE key = 'analysis_views'").fetchone() == \
+            (VIEWS_VERSION,)
     finally:
         con.close()
     assert stored == [{k: c[k] for k in ("tool_call_id", "status", "duration_ms")}
@@ -431,9 +446,10 @@ def test_ids_reused_after_an_answer_pair_with_the_next_answer(tmp_path):
 
 # -- catalog names --------------------------------------------------------------------------------
 def _qualifiers() -> set[str]:
-    """Every name used before a dot in the view SQL, and the struct columns read with brackets."""
+    """Every name used before a dot in the view SQL (common and every protocol's part), and the
+    struct columns read with brackets."""
     names = set()
-    for _, sql in VIEW_SQL:
+    for sql in sql_texts():
         code = re.sub(r"--[^\n]*", "", sql)
         code = re.sub(r"'[^']*'", "''", code)
         names |= set(re.findall(r"\b([A-Za-z_]\w*)\s*\.\s*[A-Za-z_]", code))
@@ -449,13 +465,13 @@ def test_views_work_in_files_named_like_their_aliases(samples, tmp_path):
     assert {"frames", "wire_calls", "turn_of", "status"} <= names
     with open_workspace([db]) as ws:
         want = {v: ws.con.execute(f"SELECT count(*), sum(hash(seq)) FROM {v}").fetchone()
-                for v in VIEW_NAMES if v not in ("wr_events", "wr_rpc", "wr_rounds")}
+                for v in VIEW_NAMES if not v.startswith("wr_")}
     def check(name: str) -> None:
         copy = tmp_path / f"{name}.db"
         shutil.copyfile(db, copy)
         con = duckdb.connect(str(copy))
         try:
-            install_views(con)  # what the recorder does on every writable open: binds every view
+            install_views(con)  # what wire-import does to the file it writes: binds every view
             # querying costs planning time: the names that broke (or would have) get it all
             views = list(want) if name in ("p", "e", "f", "status", "call", "result", "frames") else []
             got = {v: con.execute(f"SELECT count(*), sum(hash(seq)) FROM {v}").fetchone() for v in views}

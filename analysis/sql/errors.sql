@@ -1,0 +1,63 @@
+-- errors: everything that went wrong, one row each: JSON-RPC errors (with the request they
+-- answer), frames that did not parse, agent stderr lines that say something failed, proxy
+-- trouble, a non-zero exit, and protocol anomalies
+WITH reqs AS (
+    SELECT session_id, seq, rpc_id,
+        CASE direction WHEN 'c2a' THEN 'a2c' ELSE 'c2a' END AS answer_dir,
+        coalesce(type, method) AS what
+    FROM wr_events WHERE kind = 'request' AND rpc_id IS NOT NULL
+), rpc_errors AS (
+    SELECT session_id, seq, ts, direction, rpc_id, payload FROM wr_events WHERE kind = 'error'
+), turn_of AS (
+    -- the frame each turn starts with, for frames that are not in wr_events
+    SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq
+), protos AS (
+    SELECT session_id, any_value(protocol) AS protocol FROM sessions GROUP BY session_id
+), all_errors AS (
+    SELECT rpc_errors.session_id, rpc_errors.seq, rpc_errors.ts, rpc_errors.direction,
+        'jsonrpc' AS source,
+        TRY_CAST(rpc_errors.payload->>'code' AS INTEGER) AS code,
+        rpc_errors.payload->>'message' AS message,
+        reqs.what AS related, rpc_errors.rpc_id
+    FROM rpc_errors ASOF LEFT JOIN reqs ON rpc_errors.session_id = reqs.session_id
+        AND rpc_errors.rpc_id = reqs.rpc_id AND rpc_errors.direction = reqs.answer_dir
+        AND rpc_errors.seq > reqs.seq
+    UNION ALL
+    SELECT session_id, seq, ts, direction, source, code, message, related, rpc_id FROM (
+        SELECT session_id, seq, ts, direction, rpc_id,
+            CASE kind WHEN 'invalid' THEN 'invalid_frame' WHEN 'stderr' THEN 'stderr'
+                 WHEN 'lifecycle' THEN CASE WHEN method = 'exit' THEN 'exit' ELSE 'proxy' END
+            END AS source,
+            CASE WHEN kind = 'lifecycle' AND method = 'exit'
+                 THEN TRY_CAST(payload->>'exit_status' AS INTEGER) END AS code,
+            CASE kind
+                WHEN 'invalid' THEN parse_error
+                WHEN 'stderr' THEN coalesce(try(decode(raw)), 'non-UTF-8 bytes: ' || byte_len::VARCHAR)
+                ELSE CASE
+                    WHEN method <> 'exit' THEN concat_ws(': ', method,
+                        coalesce(payload->>'where', payload->>'reason'), payload->>'error')
+                    WHEN (payload->>'signal') IS NOT NULL THEN 'agent killed by ' || (payload->>'signal')
+                    ELSE 'agent exited with status ' || (payload->>'exit_status') END
+            END AS message,
+            CASE kind WHEN 'invalid' THEN method WHEN 'lifecycle' THEN method END AS related
+        FROM frames
+        -- stderr is the agent's log: only lines that say something failed are errors (kimi
+        -- ends every session with "To resume this session: ..."; all of it stays in frames)
+        WHERE kind = 'invalid'
+           OR (kind = 'stderr' AND byte_len > 0 AND wr_says_failed(coalesce(try(decode(raw)), '')))
+           OR (kind = 'lifecycle' AND method IN ('proxy_error', 'recording_gap', 'client_hangup',
+                                                 'spawn_failed', 'exit'))
+    )
+    WHERE source <> 'exit' OR coalesce(code, 0) <> 0
+    UNION ALL
+    -- protocol-level anomalies of frames that parsed (ids reused while pending, methods of
+    -- another protocol)
+    SELECT session_id, seq, ts, direction, 'anomaly', NULL, anomaly, coalesce(method, kind), rpc_id
+    FROM frames WHERE anomaly IS NOT NULL
+)
+SELECT all_errors.session_id, protos.protocol, turn_of.turn, all_errors.ts, all_errors.source,
+    all_errors.direction, all_errors.code, all_errors.message, all_errors.related,
+    all_errors.rpc_id, all_errors.seq
+FROM all_errors
+ASOF LEFT JOIN turn_of ON all_errors.session_id = turn_of.session_id AND all_errors.seq >= turn_of.seq
+LEFT JOIN protos ON protos.session_id = all_errors.session_id
