@@ -31,10 +31,10 @@ WITH protos AS (
         CASE WHEN msg_type = 'SubagentEvent' THEN payload->>'subagent_type' END AS subagent_type,
         CASE WHEN msg_type = 'SubagentEvent' THEN payload->>'parent_tool_call_id' END
             AS parent_tool_call_id,
-        CASE WHEN msg_type = 'SubagentEvent' THEN payload->'event'->>'type'
+        CASE WHEN msg_type = 'SubagentEvent' THEN payload->>'$.event.type'
              WHEN msg_type = 'ApprovalRequestResolved' THEN 'ApprovalResponse'
              ELSE msg_type END AS type,
-        CASE WHEN msg_type = 'SubagentEvent' THEN payload->'event'->'payload' ELSE payload END
+        CASE WHEN msg_type = 'SubagentEvent' THEN payload->'$.event.payload' ELSE payload END
             AS payload
     FROM main
 )

@@ -2,10 +2,10 @@
 -- terminal/*, ...) with its answer
 SELECT session_id, protocol, turn, rpc_id AS request_id, method AS type, 'request' AS via,
     CASE WHEN method = 'session/request_permission'
-         THEN payload->'toolCall'->>'toolCallId' END AS tool_call_id,
+         THEN payload->>'$.toolCall.toolCallId' END AS tool_call_id,
     wr_acp_subject(method, payload) AS subject,
     CASE WHEN method = 'session/request_permission'
-         THEN wr_acp_tool_name(payload->'toolCall'->>'title', payload->'toolCall'->>'kind') END
+         THEN wr_acp_tool_name(payload->>'$.toolCall.title', payload->>'$.toolCall.kind') END
         AS tool_name,
     ts AS requested_at, answered_at,
     CASE WHEN answer_mono IS NOT NULL THEN wr_wait_ms(mono_ns, answer_mono) END AS wait_ms,

@@ -3,10 +3,10 @@
 WITH acp_updates AS MATERIALIZED (
     SELECT session_id, seq, ts, mono_ns, turn, type,
         payload->'update' AS upd,
-        payload->'update'->>'toolCallId' AS tcid,
-        payload->'update'->>'title' AS title,
-        payload->'update'->>'kind' AS tool_kind,
-        payload->'update'->>'status' AS tool_status
+        payload->>'$.update.toolCallId' AS tcid,
+        payload->>'$.update.title' AS title,
+        payload->>'$.update.kind' AS tool_kind,
+        payload->>'$.update.status' AS tool_status
     FROM wr_events
     WHERE protocol = 'acp' AND direction = 'a2c' AND method = 'session/update'
       AND type IN ('tool_call', 'tool_call_update')

@@ -35,13 +35,13 @@ WITH wire_rq AS (
         wire_rq.request_id, wire_rq.type, 'request' AS via,
         CASE wire_rq.type WHEN 'ToolCallRequest' THEN wire_rq.request_id
             ELSE coalesce(wire_rq.payload->>'tool_call_id',
-                          wire_rq.payload->'input_data'->>'tool_call_id')
+                          wire_rq.payload->>'$.input_data.tool_call_id')
         END AS tool_call_id,
         wire_rq.payload->>'agent_id' AS agent_id,
         CASE wire_rq.type
             WHEN 'ApprovalRequest' THEN wire_rq.payload->>'description'
             WHEN 'ToolCallRequest' THEN wire_rq.payload->>'name'
-            WHEN 'QuestionRequest' THEN wire_rq.payload->'questions'->0->>'question'
+            WHEN 'QuestionRequest' THEN wire_rq.payload->>'$.questions[0].question'
             WHEN 'HookRequest' THEN concat_ws(' ', wire_rq.payload->>'event', wire_rq.payload->>'target')
         END AS subject,
         CASE wire_rq.type WHEN 'ApprovalRequest' THEN wire_rq.payload->>'sender'
@@ -60,7 +60,7 @@ WITH wire_rq AS (
                 CASE WHEN coalesce(json_array_length(json_keys(wire_matched.payload->'answers')), 0) = 0
                      THEN 'dismissed' ELSE 'answered' END
             WHEN wire_rq.type = 'ToolCallRequest' THEN
-                CASE WHEN (wire_matched.payload->'return_value'->>'is_error')::BOOLEAN THEN 'tool_error'
+                CASE WHEN (wire_matched.payload->>'$.return_value.is_error')::BOOLEAN THEN 'tool_error'
                      WHEN (wire_matched.payload->'return_value') IS NULL THEN 'invalid' ELSE 'ok' END
             WHEN wire_rq.type = 'HookRequest' THEN coalesce(wire_matched.payload->>'action', 'allow')
             ELSE 'answered'
