@@ -25,7 +25,7 @@ from wire_recorder.recorder.errors import (
     SchemaTooNew,
     UserError,
 )
-from wire_recorder.recorder.frames import COLUMNS
+from wire_recorder.recorder.model import COLUMNS
 from wire_recorder.recorder.store import (
     ADDED_COLUMNS,
     FRAMES_DDL,
