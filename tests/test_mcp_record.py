@@ -64,7 +64,7 @@ EXPECTED_VERSION = {"mcp_demo_2026": MODERN, "mcp_demo_2025": HANDSHAKE, "mcp_de
 
 
 def expected_fields(msg) -> tuple:
-    """(kind, method, rpc_id) derived independently of recorder.frames."""
+    """(kind, method, rpc_id) derived independently of recorder.classify."""
     rid = msg.get("id")
     rid = None if rid is None else str(rid)
     if "method" in msg:

@@ -17,7 +17,7 @@ from wire_recorder.recorder.store import open_store
 
 
 def expected_fields(direction: str, msg) -> tuple:
-    """(kind, method, rpc_id, msg_type) derived independently of recorder.frames."""
+    """(kind, method, rpc_id, msg_type) derived independently of recorder.classify."""
     if not isinstance(msg, dict):
         return ("invalid", None, None, None)
     rid = msg.get("id")
