@@ -85,11 +85,12 @@ def resolve_blobs(frames: list[Frame], db_path: str) -> list[Frame]:
                             "keep NAME.db.blobs next to NAME.db") from None
     try:
         for f in need:
-            data = os.pread(fd, f.byte_len, f.blob_offset)
+            offset = f.blob_offset or 0  # never None here: `need` holds only sidecar frames
+            data = os.pread(fd, f.byte_len, offset)
             if len(data) != f.byte_len:
                 raise NotARecording(f"{path} is cut short: frame {f.seq} of session "
-                                    f"{f.session_id} needs bytes {f.blob_offset}.."
-                                    f"{f.blob_offset + f.byte_len}, the file has "
+                                    f"{f.session_id} needs bytes {offset}.."
+                                    f"{offset + f.byte_len}, the file has "
                                     f"{os.fstat(fd).st_size}")
             f.raw = data
     finally:
@@ -298,7 +299,7 @@ class Store:
     def max_seq(self, session_id: str) -> int:
         row = self.con.execute("SELECT max(seq) FROM frames WHERE session_id = ?",
                                [session_id]).fetchone()
-        return row[0] or 0
+        return (row[0] if row else None) or 0
 
     def upsert_session(self, values: dict) -> None:
         cols = [c for c in SESSION_COLUMNS if c in values]
@@ -346,15 +347,15 @@ def open_store(path: str, read_only: bool = False) -> Store:
             raise
         return Store(path, con, False, version)
     con = _connect(path, read_only=True)
-    version = schema_version(con)
-    if version is None:
+    found = schema_version(con)
+    if found is None:
         con.close()
         raise NotARecording(f"{path} is not a wire-recorder recording (no schema version)")
-    if version > SCHEMA_VERSION:
+    if found > SCHEMA_VERSION:
         con.close()
-        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {version}; this "
+        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {found}; this "
                            f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
-    return Store(path, con, True, version)
+    return Store(path, con, True, found)
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
@@ -363,6 +364,7 @@ def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     names = [r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
     if names == ["meta"]:
-        return bool(con.execute("SELECT count(*) FROM meta WHERE key <> 'created_by' "
-                                "OR value <> 'wire-recorder'").fetchone()[0])
+        row = con.execute("SELECT count(*) FROM meta WHERE key <> 'created_by' "
+                          "OR value <> 'wire-recorder'").fetchone()
+        return bool(row and row[0])
     return bool(names)
