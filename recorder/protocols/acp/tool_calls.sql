@@ -52,7 +52,8 @@ WITH acp_updates AS MATERIALIZED (
         (acp_end.mono_ns - acp_starts.mono_ns) / 1e6 AS duration_ms,
         -- a call that never finished in a turn the client cancelled was cancelled with it
         CASE WHEN coalesce(acp_agg.last_status, acp_starts.tool_status) IN ('pending', 'in_progress')
-                  AND acp_prompt.answer->>'stopReason' = 'cancelled' THEN 'cancelled'
+                  -- parenthesised: DuckDB 1.4 and 1.5 read `a AND j->>'k' = 'v'` as a ->> of the AND
+                  AND (acp_prompt.answer->>'stopReason') = 'cancelled' THEN 'cancelled'
              ELSE coalesce(acp_agg.last_status, acp_starts.tool_status) END AS status,
         CASE coalesce(acp_agg.last_status, acp_starts.tool_status)
             WHEN 'failed' THEN true WHEN 'completed' THEN false END AS is_error,
