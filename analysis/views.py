@@ -68,16 +68,15 @@ def _common(name: str) -> str:
 
 
 def adapters_for(protocols: set[str | None] | None) -> list[Adapter]:
-    """The adapters whose parts go into the views. protocols: those of the sessions the views
-    will ever see (a workspace over read-only files knows them), None when unknown (views stored
-    in a file, which gains sessions later). A session of no known protocol (NULL: nothing was
-    detected) could be anything, so it gets every part; no sessions at all, none."""
-    names = registry.names()
-    if protocols is None or any(p not in names for p in protocols):
-        wanted = names
-    else:
-        wanted = [n for n in names if n in protocols]
-    return [registry.get(n) for n in wanted]
+    """The adapters whose parts go into the views, in registry order. protocols: those of the
+    sessions the views will ever see (a workspace over read-only files knows them), None when
+    unknown (views stored in a file, which gains sessions later): every adapter. A session is
+    read by the adapter the registry gives it (`for_session`: Wire for sessions of no known
+    protocol, as they have always been read); no sessions at all need none."""
+    if protocols is None:
+        return [registry.get(n) for n in registry.names()]
+    wanted = {registry.for_session(p).name for p in protocols}
+    return [registry.get(n) for n in registry.names() if n in wanted]
 
 
 def view_sql(name: str, temp: bool = False, materialize: bool = False,

@@ -486,6 +486,17 @@ def test_views_work_in_files_named_like_their_aliases(samples, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_sql_files_are_named_after_views():
+    """Files are found by name: a protocol's file named after no view would be silently left
+    out, so every one must be a view's part (or its macros)."""
+    root = Path(__file__).resolve().parents[1]
+    known = {"macros", *VIEW_NAMES}
+    assert {p.stem for p in (root / "analysis" / "sql").glob("*.sql")} == known
+    parts = {p.relative_to(root).as_posix() for p in (root / "recorder" / "protocols").glob("*/*.sql")}
+    assert parts and all(Path(p).stem in known for p in parts), parts
+    assert "recorder/protocols/acp/tool_calls.sql" in parts
+
+
 def test_sql_has_no_chained_json_arrows():
     """A view stored by DuckDB 2 with a chained arrow (`x->'a'->>'b'`) fails in DuckDB 1.4
     ("Malformed JSON ... Input: a"), which reads recordings too; one JSONPath (`x->>'$.a.b'`)
