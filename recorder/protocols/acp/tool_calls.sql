@@ -57,9 +57,10 @@ WITH acp_updates AS MATERIALIZED (
              ELSE coalesce(acp_agg.last_status, acp_starts.tool_status) END AS status,
         CASE coalesce(acp_agg.last_status, acp_starts.tool_status)
             WHEN 'failed' THEN true WHEN 'completed' THEN false END AS is_error,
+        -- (DuckDB 1.4 joins an empty list to NULL, 2.0 to '')
         length(coalesce((acp_end.upd->'rawOutput')::VARCHAR,
-                        array_to_string(json_extract_string(acp_end.upd, '$.content[*].content.text'), '')))
-            AS output_chars,
+                        array_to_string(json_extract_string(acp_end.upd, '$.content[*].content.text'), ''),
+                        '')) AS output_chars,
         CASE WHEN acp_end.tool_status = 'failed' THEN
             nullif(array_to_string(json_extract_string(acp_end.upd, '$.content[*].content.text'), ''), '')
         END AS message,
