@@ -1,5 +1,5 @@
 """Recordings open in every DuckDB >= 1.4: a session of the real `kimi --wire` recorded through
-`wire-proxy`, its Parquet export and a `wire-import`ed transcript are read by a real DuckDB 1.4
+`wire-proxy`, its Parquet export and the sample transcripts `wire-import`ed are read by DuckDB 1.4
 (its own venv, `.peers/duckdb14`, made by scripts/setup-peers) with the same frame counts, and the
 analysis views run by DuckDB 1.4 itself (wire-query from the wheel of this tree, installed into
 that venv) give the same row counts as with the DuckDB the project runs on. Files written before
@@ -26,7 +26,6 @@ from wire_recorder.recorder.store import open_store
 
 VENV = PEERS / "duckdb14"
 RECORDED = ["approve_shell", "multi_step"]
-IMPORTED = ["hook.jsonl", "acp_tools.jsonl", "mcp_time.jsonl"]
 
 # Run by either interpreter: what plain DuckDB (no wire-recorder) reads from a file or export.
 PROBE = r"""
@@ -85,7 +84,8 @@ def files(kimi_exe, tmp_path_factory) -> dict[str, tuple[str, str]]:
                         str(export)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     imported = d / "imported.db"
-    p = subprocess.run([str(BIN / "wire-import"), *(str(SAMPLES / f) for f in IMPORTED), "--db",
+    # every sample transcript: Wire, ACP and MCP, so each protocol's SQL runs in DuckDB 1.4
+    p = subprocess.run([str(BIN / "wire-import"), *map(str, sorted(SAMPLES.glob("*.jsonl"))), "--db",
                         str(imported), "-q"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return {"recorded": (str(rec), "db"), "export": (str(export), "parquet"),
