@@ -11,13 +11,13 @@ compared as a multiset (put in a canonical order). The two canonical sequences a
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .labels import describe, field_diff
 from .normalize import Normalizer, canonical
 from .recording import Msg
-
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Divergence:
         return f"{self.where}: {self.message}" if self.where else self.message
 
     def to_dict(self) -> dict:
-        d = {"kind": self.kind, "where": self.where, "message": self.message}
+        d: dict[str, Any] = {"kind": self.kind, "where": self.where, "message": self.message}
         if self.expected is not None:
             d["expected"] = self.expected
         if self.got is not None:

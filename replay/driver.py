@@ -15,6 +15,7 @@ forever: silence longer than `frame_timeout` while something is expected, or the
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import signal
@@ -22,16 +23,23 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, cast
 
 from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError
 
 from .compare import Divergence, Position, cut_short, diff_streams, make_items
 from .labels import describe
 from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
-from .normalize import (IgnoreRule, Normalizer, WorkDirRewrite, _json_inner, default_rules,
-                        environment_values)
+from .normalize import (
+    IgnoreRule,
+    Normalizer,
+    WorkDirRewrite,
+    _json_inner,
+    default_rules,
+    environment_values,
+)
 from .options import OnUnmatched, values
 from .origins import find_origins
 from .recording import Msg, Recording, load, parse_msg
@@ -58,7 +66,7 @@ class ReplayOptions:
     frame_timeout: float = 30.0  # silence while something is expected
     timeout: float = 600.0  # whole run
 
-    def validate(self) -> "ReplayOptions":
+    def validate(self) -> ReplayOptions:
         if self.match_on is not None:
             self.match_on = parse_match_on(self.match_on)
         if self.on_unmatched not in ON_UNMATCHED:
@@ -100,7 +108,7 @@ class ReplayResult:
     frames: list[LiveFrame] = field(default_factory=list)
     stderr: bytes = b""
     # sessions replayed first because this one refers to what they created (ACP session/load)
-    origins: list["ReplayResult"] = field(default_factory=list)
+    origins: list[ReplayResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -264,11 +272,12 @@ class _AgentReplay:
         self.cut_open = False  # a cut_short_by frame went out and its turn has not ended
         self.live_optional: set[int] = set()
         self.stderr_chunks: list[bytes] = []
-        self.stats = Counter()
+        self.stats: Counter[str] = Counter()
 
     # -- io ------------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
         # raw reads, one queue item per chunk: a 10,000-frame burst costs a few queue operations
+        assert self.proc.stdout is not None  # spawn() opens all three pipes
         fd = self.proc.stdout.fileno()
         buf = b""
         try:
@@ -291,7 +300,9 @@ class _AgentReplay:
             self.inbox.put(_EOF)
 
     def _read_stderr(self) -> None:
-        err = self.proc.stderr
+        # spawn() opens stderr buffered: read1 returns what one read gives, and raises
+        # ValueError (not a read of a reused fd number) once the main loop has closed it
+        err = cast(io.BufferedReader, self.proc.stderr)
         try:
             while True:
                 chunk = err.read1(65536)
@@ -311,6 +322,7 @@ class _AgentReplay:
         if self.stdin_closed:
             return False
         t = time.monotonic_ns()  # before the write: the agent may answer before it returns
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(raw + (b"\n" if newline else b""))
             self.proc.stdin.flush()
@@ -326,7 +338,8 @@ class _AgentReplay:
             self.stdin_closed = True
             self._frame("proxy", b"", event="client_eof", data={})
             try:
-                self.proc.stdin.close()
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
             except (OSError, ValueError):
                 pass
 
@@ -467,12 +480,14 @@ class _AgentReplay:
                 self.stats["effects_failed"] += 1
 
     def _learn_values(self, live: Msg) -> None:
+        if live.id_key is None:
+            return
         recorded = self.rec_responses.get(live.id_key)
         if recorded is None:
             return
         method = self.rec.client_requests.get(live.id_key)
         pairs = zip(self.adapter.minted(method, recorded.payload),
-                    self.adapter.minted(method, live.payload))
+                    self.adapter.minted(method, live.payload), strict=False)
         for old, new in pairs:
             if old != new:
                 self.value_map[_json_inner(old)] = _json_inner(new)
@@ -518,8 +533,8 @@ class _AgentReplay:
                         self._close_stdin()
                     else:  # a dead agent shows up as stdout EOF
                         self._write(self._rewrite(raw) if what == "step" else raw, nl)
-                        if what == "step" and \
-                                self.steps[self.step_i].msg.method in self.adapter.cut_short_by:
+                        step_msg = self.steps[self.step_i].msg if what == "step" else None
+                        if step_msg is not None and step_msg.method in self.adapter.cut_short_by:
                             self.cut_open = True
                     if what in ("step", "eof"):
                         self.step_i += 1
@@ -598,9 +613,10 @@ class _AgentReplay:
                 if item is not _EOF:
                     for frame in item:
                         self._on_frame(*frame)
-            for s in (self.proc.stdout, self.proc.stderr):
+            for pipe in (self.proc.stdout, self.proc.stderr):
                 try:
-                    s.close()
+                    if pipe is not None:
+                        pipe.close()
                 except OSError:
                     pass
         self._frame("proxy", b"", event="exit", data={"code": self.proc.returncode})

@@ -11,8 +11,8 @@ sample_sessions/record.py writes), plus any files given with `--origin` (.db or 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.store import open_store
@@ -81,6 +81,7 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
     """The sessions to replay before `rec`, oldest first. `sources` are extra files to search;
     rec's own .db is always searched."""
     files = [os.fspath(s) for s in sources]
+    own: str | None
     if not rec.path.endswith(".jsonl"):
         own = rec.path
     else:

@@ -171,7 +171,7 @@ def render_junit(results: list[ReplayResult]) -> bytes:
             f.text = render_text(r)
         out = ET.SubElement(case, "system-out")
         out.text = summary_line(r)
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="utf-8", xml_declaration=True)
+    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
 def write_report(path: str, r: ReplayResult) -> None:

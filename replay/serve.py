@@ -186,7 +186,8 @@ class _Serve:
                                         f"the client closed its input instead of sending {label}"))
             self.stopped = "client closed its input early"
             raise _Stop
-        if m.kind == "request" and live.kind == "request" and m.method == live.method:
+        if m.kind == "request" and live.kind == "request" and m.method == live.method \
+                and m.id_key is not None:
             self.id_map[m.id_key] = live.rpc_id
         exp, got = self._client_view(m, self.rec_norm), self._client_view(live, self.live_norm)
         if exp != got:
@@ -196,7 +197,8 @@ class _Serve:
                                             f"{describe(live)}", exp, got))
                 if live.kind == "request":
                     self._refuse(live)
-                    self.id_map.pop(m.id_key, None)
+                    if m.id_key is not None:
+                        self.id_map.pop(m.id_key, None)
                     return self._check_client_frame(m)
             else:
                 self.divs.append(Divergence("client", self.pos.where(),
