@@ -11,18 +11,19 @@ The turn status is then inferred (see docs/analysis.md).
 from __future__ import annotations
 
 import datetime as _dt
-import glob
 import os
 from collections.abc import Callable, Iterable
 
 import orjson
 
 from wire_recorder.recorder.classify import classify
-from wire_recorder.recorder.errors import NoRecordings, NotARecording, TranscriptError
+from wire_recorder.recorder.errors import TranscriptError
 from wire_recorder.recorder.model import Frame, frame_row
 from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript, store_session
+
+from .inputs import expand, files_below
 
 KIMI_SOURCE = "kimi-wire-jsonl"
 
@@ -144,30 +145,16 @@ def expand_import_inputs(specs: list[str]) -> list[str]:
     """Files, globs and folders (a kimi session folder, a kimi sessions tree, a folder of
     transcripts) to a list of .jsonl files. Subagent logs are skipped: their events are already
     in the parent's log as SubagentEvent records."""
-    out: list[str] = []
-    for spec in specs:
-        spec = os.path.expanduser(spec)
-        if set("*?[") & set(spec):
-            hits = sorted(glob.glob(spec, recursive=True))
-            if not hits:
-                raise NoRecordings(f"no files match {spec}")
-            out.extend(h for h in hits if os.path.isfile(h))
-        elif os.path.isdir(spec):
-            own = os.path.join(spec, "wire.jsonl")
-            if os.path.isfile(own):
-                out.append(own)
-                continue
-            hits = [h for h in sorted(glob.glob(os.path.join(spec, "**", "*.jsonl"), recursive=True))
-                    if os.sep + "subagents" + os.sep not in h
-                    and os.path.basename(h) not in ("context.jsonl",)]
-            if not hits:
-                raise NoRecordings(f"{spec} holds no .jsonl files to import")
-            out.extend(hits)
-        elif not os.path.exists(spec):
-            raise NotARecording(f"{spec}: no such file")
-        else:
-            out.append(spec)
-    return out
+
+    def in_folder(folder: str) -> list[str]:
+        own = os.path.join(folder, "wire.jsonl")
+        if os.path.isfile(own):
+            return [own]
+        return [h for h in files_below(folder, "*.jsonl")
+                if os.sep + "subagents" + os.sep not in h
+                and os.path.basename(h) != "context.jsonl"]
+
+    return expand(specs, in_folder, "{} holds no .jsonl files to import", keep=os.path.isfile)
 
 
 def import_files(paths: list[str], db: str, replace: bool = False,

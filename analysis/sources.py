@@ -36,9 +36,8 @@ from wire_recorder.recorder.store import (
     is_duckdb_file,
 )
 
+from .inputs import expand, files_below
 from .views import install_views
-
-GLOB_CHARS = set("*?[")
 
 
 @dataclass
@@ -84,34 +83,8 @@ class Workspace:
 
 def expand_inputs(specs: list[str]) -> list[str]:
     """Globs and folders to a list of files (or Parquet export folders). Each spec must match."""
-    out: list[str] = []
-    for spec in specs:
-        spec = os.path.expanduser(spec)
-        if GLOB_CHARS & set(spec):
-            hits = sorted(glob.glob(spec, recursive=True))
-            if not hits:
-                raise NoRecordings(f"no files match {spec}")
-            out.extend(hits)
-        elif os.path.isdir(spec):
-            if is_parquet_export(spec):
-                out.append(spec)
-                continue
-            hits = sorted(glob.glob(os.path.join(spec, "**", "*.db"), recursive=True))
-            if not hits:
-                raise NoRecordings(f"{spec} is a folder without recordings (*.db)")
-            out.extend(hits)
-        elif not os.path.exists(spec):
-            raise NotARecording(f"{spec}: no such file")
-        else:
-            out.append(spec)
-    seen: set[str] = set()
-    unique = []
-    for p in out:
-        key = os.path.realpath(p)
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique
+    return expand(specs, lambda d: [d] if is_parquet_export(d) else files_below(d, "*.db"),
+                  "{} is a folder without recordings (*.db)")
 
 
 def is_parquet_export(path: str) -> bool:
