@@ -7,8 +7,10 @@ matcher names, method sets) and apply them with their own machinery.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -53,6 +55,9 @@ class Adapter:
     anchor_methods: frozenset[str] = frozenset()
     # Client requests that make a turn (a user prompt): `turns` in analysis, "turn N" in reports.
     turn_methods: frozenset[str] = frozenset()
+    # Whether the agent reports token usage (Wire's StatusUpdate): summaries leave the token
+    # line out when no session's protocol could have any.
+    reports_tokens = False
     # Agent frame types only sent inside a turn: where a protocol has no turn-begin event (ACP),
     # the first of these (or an agent request) after a turn's end starts the next turn.
     turn_types: frozenset[str] = frozenset()
@@ -151,15 +156,45 @@ class Adapter:
     def describe(self, kind: str, method: str | None, msg_type: str | None,
                  payload: Any) -> str | None:
         """A short label for reports (replay's, and what wire-show's history lines say);
-        None: the generic JSON-RPC one."""
-        return None
+        None: the generic JSON-RPC one. By default the package's `labels.describe`."""
+        labels = self.part("labels")
+        return labels.describe(kind, method, msg_type, payload) if labels is not None else None
+
+    # -- the package's parts ---------------------------------------------------------------------
+    def package(self) -> str | None:
+        """The package that defines the adapter's class: where its parts live."""
+        import sys
+
+        module = sys.modules[type(self).__module__]
+        return module.__name__ if hasattr(module, "__path__") else module.__package__
+
+    def part(self, name: str) -> ModuleType | None:
+        """The adapter package's module `name`, imported on first use, None when the package has
+        none. Parts found by name: `labels` (describe; ask and answer for wire-show), `timeline`
+        (class `Timeline`), `conformance` (`checker(version)`); SQL parts are files
+        (`sql_fragment`). Recording only classifies, so it loads none of them (they may import
+        rich, pydantic or a peer's SDK)."""
+        cache = self.__dict__.setdefault("_parts", {})
+        if name not in cache:
+            package = self.package()
+            module = None
+            if package:
+                try:
+                    module = importlib.import_module(f"{package}.{name}")
+                except ModuleNotFoundError as e:
+                    if e.name != f"{package}.{name}":
+                        raise  # the part exists but something it imports does not
+            cache[name] = module
+        return cache[name]
 
     # -- analysis ------------------------------------------------------------------------------
     def timeline(self, ctx: TimelineContext) -> Renderer | None:
         """A renderer of this protocol's frames for `wire-show`'s timeline (render.py says what
         it gets and gives). The default shows plain JSON-RPC: requests, answers with their
-        times, notifications. Import rendering code (rich) inside this method, never when the
-        adapter is: recording does not render."""
+        times, notifications. By default the package's `timeline.Timeline`, else that."""
+        own = self.part("timeline")
+        if own is not None:
+            return own.Timeline(ctx, self)
         from .render import RpcRenderer
 
         return RpcRenderer(ctx, self)
@@ -169,10 +204,8 @@ class Adapter:
         `<view>.sql` in the package that defines the adapter's class, shipped as package data;
         None when it has none. analysis/views.py says how parts make a view."""
         import importlib.resources
-        import sys
 
-        module = sys.modules[type(self).__module__]
-        package = module.__name__ if hasattr(module, "__path__") else module.__package__
+        package = self.package()
         if not package:
             return None
         res = importlib.resources.files(package).joinpath(f"{view}.sql")
@@ -182,9 +215,10 @@ class Adapter:
     def conformance(self, version: str | None) -> Conformance | None:
         """A checker of one session's frames against this protocol's model (`wire-check`), or
         None when the protocol has none. Models need pydantic or the peer's SDK, so they are
-        imported here, never when the adapter is; a missing SDK raises a UserError naming the
-        extra to install."""
-        return None
+        imported with the part, never when the adapter is; a missing SDK raises a UserError
+        naming the extra to install. By default the package's `conformance.checker`."""
+        own = self.part("conformance")
+        return own.checker(version) if own is not None else None
 
 
 # What a conformance checker says about one frame: None when it conforms, else (severity,

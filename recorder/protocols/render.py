@@ -17,7 +17,7 @@ import orjson
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from ..frames import Frame
+    from ..model import Frame
     from .base import Adapter
 
 
@@ -181,12 +181,19 @@ class RpcRenderer(Renderer):
         return None
 
     def ask(self, method: str | None, params: Any) -> str:
-        """What a request to the client asks, in a few words; by default the adapter's label
-        for it (`Adapter.describe`), if it has one."""
+        """What a request to the client asks, in a few words: the adapter's `labels.ask`, else
+        its label for the request (`Adapter.describe`), if it has one."""
+        labels = self.adapter.part("labels")
+        if labels is not None and hasattr(labels, "ask"):
+            return str(labels.ask(method, params))
         return self.adapter.describe("request", method, None, params) or ""
 
     def answer(self, method: str | None, result: Any) -> str:
-        """What the client's answer says, in a few words."""
+        """What the client's answer says, in a few words: the adapter's `labels.answer`, else
+        the result's JSON."""
+        labels = self.adapter.part("labels")
+        if labels is not None and hasattr(labels, "answer"):
+            return str(labels.answer(method, result))
         r = result if isinstance(result, dict) else {}
         return "" if not r else orjson.dumps(r).decode()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Adapter, get_path
-from . import labels
 from .labels import CHUNKS
 
 # methods the client calls on the agent (the SDK's AGENT_METHODS, schema 1.19) and its
@@ -102,17 +101,7 @@ class Acp(Adapter):
             return {"action": "decline"}
         return None
 
-    def describe(self, kind, method, msg_type, payload):
-        return labels.describe(kind, method, msg_type, payload)
 
-    def timeline(self, ctx):
-        from .timeline import AcpTimeline  # rich: only when a timeline is shown
 
-        return AcpTimeline(ctx, self)
-
-    def conformance(self, version):
-        from .conformance import checker  # the peer's SDK: only when a check runs
-
-        return checker(version)
 
 ADAPTER = Acp()

@@ -22,6 +22,7 @@ from typing import Any, get_type_hints
 
 from ...errors import UserError
 from ..base import Verdict, errors_line
+from ..envelope import check_envelope
 
 try:
     from acp import interfaces, schema
@@ -95,14 +96,10 @@ class AcpCheck:
 
     def __call__(self, direction: str, obj: dict[str, Any],
                  answers: tuple[str, str | None] | None) -> Verdict:
-        envelopes, _ = _SIDES[direction]
+        what, verdict = check_envelope(_SIDES[direction][0], obj)
+        if verdict is not None:
+            return verdict
         method = obj.get("method")
-        what = ("error" if "error" in obj else "result") if method is None else \
-            ("request" if "id" in obj else "notification")
-        try:
-            envelopes[what].model_validate(obj)
-        except ValidationError as e:
-            return ("violation", errors_line(e.errors()))
         if isinstance(method, str):
             return self._call(direction, method, obj.get("params"), what == "notification")
         if what == "result" and answers is not None:

@@ -13,7 +13,7 @@ from ..text import as_dict
 from . import labels
 
 if TYPE_CHECKING:
-    from ...frames import Frame
+    from ...model import Frame
 
 TEXT_KINDS = {"agent_message_chunk": "text", "agent_thought_chunk": "think",
               "user_message_chunk": "user"}
@@ -38,11 +38,6 @@ class AcpTimeline(RpcRenderer):
             piece = f"[{content.get('type')}]"
         return kind, piece
 
-    def ask(self, method: str | None, params: Any) -> str:
-        return labels.ask(method, params)
-
-    def answer(self, method: str | None, result: Any) -> str:
-        return labels.answer(method, result)
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "session/prompt":
@@ -151,3 +146,7 @@ class AcpTimeline(RpcRenderer):
                 f"{s.approvals} permission requests (client wait {fmt_ms(s.approval_wait_ms)}), "
                 f"{s.client_requests} other client requests (wait {fmt_ms(s.client_wait_ms)}), "
                 f"{s.errors} errors{odd}"]
+
+
+# the name the adapter looks for (Adapter.timeline)
+Timeline = AcpTimeline

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Adapter, get_path
-from . import labels
 
 PV_META = "io.modelcontextprotocol/protocolVersion"
 
@@ -79,17 +78,7 @@ class Mcp(Adapter):
             return {}
         return None
 
-    def describe(self, kind, method, msg_type, payload):
-        return labels.describe(kind, method, msg_type, payload)
 
-    def timeline(self, ctx):
-        from .timeline import McpTimeline  # rich: only when a timeline is shown
 
-        return McpTimeline(ctx, self)
-
-    def conformance(self, version):
-        from .conformance import checker  # the peer's SDK: only when a check runs
-
-        return checker(version)
 
 ADAPTER = Mcp()

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import UserError
 from ..base import Verdict, errors_line
+from ..envelope import check_envelope
 
 try:
     from mcp_types import jsonrpc
@@ -61,13 +62,10 @@ class McpCheck:
 
     def __call__(self, direction: str, obj: dict[str, Any],
                  answers: tuple[str, str | None] | None) -> Verdict:
+        what, verdict = check_envelope(_ENVELOPES, obj)
+        if verdict is not None:
+            return verdict
         method = obj.get("method")
-        what = ("error" if "error" in obj else "result") if method is None else \
-            ("request" if "id" in obj else "notification")
-        try:
-            _ENVELOPES[what].model_validate(obj)
-        except ValidationError as e:
-            return ("violation", errors_line(e.errors()))
         params = obj.get("params")
         if isinstance(method, str):  # a request or a notification
             version = self._version_of(method, params)

@@ -11,7 +11,7 @@ from ..render import RpcRenderer, fmt_ms, initialized, short
 from . import PV_META, labels
 
 if TYPE_CHECKING:
-    from ...frames import Frame
+    from ...model import Frame
 
 # requests that name what they act on and may ask for input on the way (2026-07-28)
 NAMED = ("tools/call", "prompts/get", "resources/read")
@@ -25,11 +25,6 @@ class McpTimeline(RpcRenderer):
         super().__init__(ctx, adapter)
         self.rounds: dict = {}  # requestState -> (name, root mono, round, mono)
 
-    def ask(self, method: str | None, params: Any) -> str:
-        return labels.ask(method, params)
-
-    def answer(self, method: str | None, result: Any) -> str:
-        return labels.answer(method, result)
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "initialize":
@@ -119,3 +114,7 @@ class McpTimeline(RpcRenderer):
                 f"{s.input_rounds} input_required rounds (client time {fmt_ms(s.input_wait_ms)}), "
                 f"{s.client_requests} server requests (client wait {fmt_ms(s.client_wait_ms)}), "
                 f"{s.errors} errors{odd}"]
+
+
+# the name the adapter looks for (Adapter.timeline)
+Timeline = McpTimeline

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Adapter
-from . import labels, names, volatile
+from . import names, volatile
 from .matchers import MATCHERS
 
 WIRE_ONLY_METHODS = frozenset({"prompt", "steer", "cancel", "set_plan_mode", "event", "request"})
@@ -26,6 +26,7 @@ class Wire(Adapter):
     # cancel and steer race with the turn's StatusUpdate, so they are no anchors
     anchor_methods = frozenset({"initialize", "prompt", "replay", "set_plan_mode"})
     turn_methods = frozenset({"prompt"})
+    reports_tokens = True
     anchor_types = frozenset({"TurnBegin", "StepBegin"})
     ordered_types = frozenset({"ContentPart", "ToolCall", "ToolCallPart"})
     racy_methods = frozenset({"cancel", "steer"})
@@ -83,18 +84,8 @@ class Wire(Adapter):
         n = payload.get("n") if isinstance(payload, dict) else None
         return n if isinstance(n, int) else None
 
-    def describe(self, kind, method, msg_type, payload):
-        return labels.describe(kind, method, msg_type, payload)
 
-    def timeline(self, ctx):
-        from .timeline import WireTimeline  # rich: only when a timeline is shown
 
-        return WireTimeline(ctx, self)
-
-    def conformance(self, version):
-        from .conformance import check  # pydantic: only when a check runs
-
-        return check
 
 
 ADAPTER = Wire()

@@ -1,10 +1,11 @@
 """Wire frames against the Wire 1.10 models in model.py (what kimi-cli 1.51.0 sends and accepts).
 
-Imported by `Wire.conformance()` only: it pulls in pydantic, which the loader never needs.
+Imported by `Adapter.conformance()` only: it pulls in pydantic, which the loader never needs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..base import Verdict
@@ -22,3 +23,8 @@ def check(direction: str, obj: dict[str, Any],
     if msg.known:
         return None
     return ("violation", getattr(msg, "reason", "does not fit the Wire model"))
+
+
+def checker(version: str | None) -> Callable[..., Verdict]:
+    """Wire 1.10 is the only version the model knows; the check is the same for any."""
+    return check

@@ -12,7 +12,7 @@ from ..render import Renderer, fmt_ms, initialized, short
 from ..text import as_dict
 
 if TYPE_CHECKING:
-    from ...frames import Frame
+    from ...model import Frame
 
 
 def _tokens(u: dict | None) -> int:
@@ -227,3 +227,7 @@ class WireTimeline(Renderer):
                 f"{s.errors} errors{odd}",
                 f"[bold]tokens[/]: {s.total:,} = input {s.input_other:,} + cache read {s.cache_read:,} "
                 f"+ cache write {s.cache_creation:,} + output {s.output:,}; cache hit ratio {ratio}"]
+
+
+# the name the adapter looks for (Adapter.timeline)
+Timeline = WireTimeline
