@@ -10,6 +10,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from wire_recorder.recorder import protocols as registry
+
 from .sources import Workspace
 
 TOP_TURNS = 15
@@ -163,7 +165,7 @@ def _protocol_line(protos: dict[str, dict]) -> str:
     parts = []
     for name, f in protos.items():
         bits = [f"{f.get('sessions', 0)} session(s)"]
-        if f.get("turns") or name in ("wire", "acp"):
+        if f.get("turns") or registry.for_session(name).turn_methods:
             bits.append(f"{f.get('turns', 0)} turns")
         tools = f"{f.get('tool_calls', 0)} tool calls"
         if f.get("tool_calls"):
@@ -189,8 +191,9 @@ def render_summary(s: Summary, out=None) -> None:
     o = s.overview
     ratio = f"{o['cache_hit_ratio']:.1%}" if o["cache_hit_ratio"] is not None else "n/a"
     errors = ", ".join(f"{k} {v}" for k, v in o.get("errors", {}).items()) or "none"
-    # ACP and MCP sessions carry no token counts: no token line when nothing could have any
-    tokens = "wire" in o.get("protocols", {"wire": 1}) or o["total_tokens"]
+    # no token line when no session's protocol could have any (ACP and MCP carry none)
+    tokens = o["total_tokens"] or any(registry.for_session(p).reports_tokens
+                                      for p in o.get("protocols", {None: 1}))
     console.print(
         f"[bold]{o['sessions']} session(s)[/], {o['turns']} turns, {o['steps']} steps, "
         f"{o['frames']} frames\n"
