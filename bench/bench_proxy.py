@@ -27,9 +27,23 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import (ROOT, TempDir, WIRE_PROXY, check_recording, is_loader_alive,  # noqa: E402
-                     make_frame, median, pct, proxy_argv, run_stream, say, spool_leftovers,
-                     stop_loader, stream_for, write_all)
+from _common import (  # noqa: E402
+    ROOT,
+    WIRE_PROXY,
+    TempDir,
+    check_recording,
+    is_loader_alive,
+    make_frame,
+    median,
+    pct,
+    proxy_argv,
+    run_stream,
+    say,
+    spool_leftovers,
+    stop_loader,
+    stream_for,
+    write_all,
+)
 
 MB = 1_000_000
 SECTIONS = ("throughput", "latency", "sustained", "memory", "startup")
@@ -124,16 +138,16 @@ def print_table(rep: Report) -> None:
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
         lines.append((r["section"], r["case"], r["metric"], fmt(r["value"], r["unit"]),
                       r["anchor"] or "", ratio, r["target"] or "", status))
-    widths = [max(len(head[i]), *(len(l[i]) for l in lines)) if lines else len(head[i])
+    widths = [max(len(head[i]), *(len(row[i]) for row in lines)) if lines else len(head[i])
               for i in range(len(head))]
-    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=False)),
            "  ".join("-" * w for w in widths)]
     prev = None
-    for l in lines:
-        if prev is not None and l[0] != prev:
+    for row in lines:
+        if prev is not None and row[0] != prev:
             out.append("")
-        prev = l[0]
-        out.append("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip())
+        prev = row[0]
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())
     print("\n".join(out))
 
 
@@ -247,7 +261,7 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         name = size_name(size)
         say(f"[latency] {name}: {per_run * rounds} round trips per variant")
         samples = {"cat": [], "cat3": [], "proxy": []}
-        for r in range(rounds):
+        for _r in range(rounds):
             for v in samples:
                 tmp.clear()
                 if v == "cat":

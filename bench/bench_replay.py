@@ -151,7 +151,7 @@ def write_transcript(path: Path, conv, command) -> None:
         t = 0.0
         for d, line in conv:
             t += 0.05
-            f.write('{"dir":"%s","frame":%s,"t_ms":%.3f}\n' % (d, line, t))
+            f.write(f'{{"dir":"{d}","frame":{line},"t_ms":{t:.3f}}}\n')
         f.write('{"dir":"proxy","event":"client_eof","data":{},"t_ms":%.3f}\n' % (t + 0.05))
 
 

@@ -103,7 +103,7 @@ class Gen:
                     "max_context_tokens": 200000, "token_usage": usage,
                     "message_id": f"chatcmpl-{uuid.UUID(int=r.getrandbits(128)).hex[:24]}",
                     "plan_mode": False, "mcp_status": None}), at(2)
-                for cid, name, args, approval, dur in calls:
+                for cid, name, _args, approval, dur in calls:
                     if approval:
                         rid = str(uuid.UUID(int=r.getrandbits(128)))
                         yield "a2c", _req("ApprovalRequest", rid, {

@@ -14,7 +14,7 @@ from wire_recorder.analysis.sources import open_workspace
 
 
 @pytest.fixture(scope="module")
-def report(recorded, tmp_path_factory):
+def report(recorded, tmp_path_factory):  # noqa: F811 (the fixture imported above)
     run = recorded[1][SUBAGENT_ERRORS.name]
     out = tmp_path_factory.mktemp("html") / "report.html"
     p = run_cli("wire-show", run.db, "--html", str(out))

@@ -156,7 +156,7 @@ def test_2026_input_required_round_trips(recorded):
         "roots/list": {"roots": [{"uri": result.context["work_uri"], "name": "demo-root"}]},
         "elicitation/create": {"action": "accept", "content": {"confirm": True, "note": "ok"}},
     }
-    for call, retry in zip(calls, calls[1:]):
+    for call, retry in zip(calls, calls[1:], strict=False):
         r = results[call["id"]]
         if r["resultType"] != "input_required":
             continue

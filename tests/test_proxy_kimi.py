@@ -51,7 +51,7 @@ def test_real_session_is_relayed_and_recorded_exactly(recorded, name):
     for direction, client_view in (("c2a", result.sent()), ("a2c", result.received())):
         got = [(f.raw, f.newline) for f in frames if f.direction == direction]
         assert got == [(f.raw, f.newline) for f in client_view], direction
-        for f, cf in zip([f for f in frames if f.direction == direction], client_view):
+        for f, cf in zip([f for f in frames if f.direction == direction], client_view, strict=False):
             assert (f.kind, f.method, f.rpc_id, f.msg_type) == expected_fields(direction, cf.msg)
             if f.kind == "notification" and f.method == "event":
                 assert orjson.loads(f.payload) == cf.msg["params"]["payload"]

@@ -79,7 +79,7 @@ def test_sigkill_of_the_proxy_loses_nothing_relayed(tmp_path):
     # The loader notices its parent is gone, takes everything on disk and closes the file.
     assert wait_until(lambda: not list(tmp_path.glob("*.spool")), timeout=60)
     for pid in loaders:
-        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)
+        wait_until(lambda pid=pid: not os.path.exists(f"/proc/{pid}"), timeout=30)
     assert stream_of(db, "c2a") == sent
     assert stream_of(db, "a2c") == sent
     assert db_rows(db, "SELECT end_reason FROM sessions") == [("proxy_killed",)]

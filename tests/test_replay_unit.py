@@ -14,8 +14,14 @@ from hypothesis import strategies as st
 
 from wire_recorder.replay.compare import canonical_order, diff_streams, make_items
 from wire_recorder.replay.errors import ReplayInputError
-from wire_recorder.replay.matchers import (DEFAULT_MATCH_ON, Request, RequestBook, fallback_answer,
-                             parse_match_on, rewrite_answer)
+from wire_recorder.replay.matchers import (
+    DEFAULT_MATCH_ON,
+    Request,
+    RequestBook,
+    fallback_answer,
+    parse_match_on,
+    rewrite_answer,
+)
 from wire_recorder.replay.normalize import IgnoreRule, Normalizer, environment_values
 from wire_recorder.replay.recording import parse_msg, repair_order
 

@@ -15,25 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from wire_recorder.recorder.errors import UserError
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PEERS = REPO_ROOT / ".peers"
 
 T = TypeVar("T")
 
 
-class PeerMissing(Exception):
-    """A real peer (kimi, an SDK venv, a tool a scenario needs) is not installed.
-
-    Not one of the product's UserErrors: no command of the product looks for a peer.
-    """
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def one_line(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+class PeerMissing(UserError):
+    """A real peer (kimi, an SDK venv, a tool a scenario needs) is not installed. A UserError
+    for its message and hint only: no command of the product looks for a peer."""
 
 
 def need(find: Callable[[], T], what: str) -> T:
