@@ -1,8 +1,9 @@
 """Import into a DB: the project's text transcripts, and kimi's own session logs.
 
 kimi writes `~/.kimi/sessions/<md5(work dir)>/<session id>/wire.jsonl`: a metadata line, then
-`{"timestamp": <unix s>, "message": {"type", "payload"}}` per event (see
-shared/protocol/wire-1.10-as-implemented.md §7). Each record becomes an agent→client frame
+`{"timestamp": <unix s>, "message": {"type", "payload"}}` per event (kimi-cli 1.51.0 writes
+every event and request it sends, in order, with the same type and payload as on the wire; the
+tests compare an import with a proxy recording of the same run). Each record becomes an agent→client frame
 serialised the way kimi puts it on stdout, so every view works on it. What the log cannot say is
 missing: client frames (prompts, answers), approvals, JSON-RPC responses; text chunks are merged.
 The turn status is then inferred (see docs/analysis.md).

@@ -1,4 +1,5 @@
-"""Kimi CLI's Wire protocol (1.10 as kimi-cli 1.51.0 speaks it; shared/protocol/wire-*.md).
+"""Kimi CLI's Wire protocol (1.10 as kimi-cli 1.51.0 speaks it: its methods, event and
+request types are in names.py, their shapes in model.py).
 
 Agent frames are `event` notifications and `request`s with a typed envelope
 `{"type": ..., "payload": ...}`; the type is what matters, so it becomes the frame's msg_type and
