@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
+from typing import IO, Any
 
 from .errors import UserError
 
@@ -62,3 +64,48 @@ def writable_dir(path: str) -> str | None:
 
 def spool_path_for(db_path: str, session_id: str) -> str:
     return f"{db_path}.{session_id}.spool"
+
+
+def open_private(path: str, mode: str = "wb", encoding: str | None = None) -> IO[Any]:
+    """Open `path` for writing as a file only its owner may read (0600), whatever the umask and
+    also when it exists already (O_CREAT's mode applies to new files only): exports and reports
+    hold what the recording holds. `mode` is "w"/"a"/"x" with "b" or text (UTF-8 by default).
+    A path that is not a regular file (/dev/stdout, a FIFO) is written as is, its mode left alone."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    if "a" in mode:
+        flags |= os.O_APPEND
+    elif "x" in mode:
+        flags |= os.O_EXCL
+    else:
+        flags |= os.O_TRUNC
+    fd = os.open(path, flags, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, 0o600)
+        if "b" in mode:
+            return os.fdopen(fd, "ab" if "a" in mode else "wb")
+        return os.fdopen(fd, "a" if "a" in mode else "w", encoding=encoding or "utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def make_private_dirs(path: str) -> None:
+    """`os.makedirs` whose new folders are 0700 whatever the umask (existing ones are left
+    alone: they may be shared on purpose)."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+            continue
+        os.chmod(folder, 0o700)
