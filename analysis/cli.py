@@ -12,7 +12,7 @@ import sys
 import typer
 
 from wire_recorder.recorder.edge import entry, say
-from wire_recorder.recorder.errors import OutputError, UsageError
+from wire_recorder.recorder.errors import UsageError
 
 from .output import ExportFormat, OutputFormat, SummaryFormat
 
@@ -113,15 +113,10 @@ def show_cmd(
     with open_workspace([db], materialize=html_out is not None) as ws:
         sid = ws.resolve_session(session)
         if html_out:
-            from .html_report import render_html
+            from .html_report import write_html
 
-            page = render_html(ws, sid)
-            try:
-                with open(html_out, "w", encoding="utf-8") as f:
-                    f.write(page)
-            except OSError as e:
-                raise OutputError(f"cannot write {html_out}: {e.strerror}") from None
-            say(SHOW, f"wrote {html_out} ({len(page):,} bytes)")
+            size = write_html(ws, sid, html_out)
+            say(SHOW, f"wrote {html_out} ({size:,} bytes)")
             return
         from .export import _frames, _session_row
 
@@ -186,7 +181,7 @@ def export_cmd(
     session: list[str] | None = typer.Option(None, "--session", "-s", help="session id or "
                                                 "prefix; repeatable (parquet: default all)"),
 ):
-    from .export import export_parquet, write_jsonl, write_transcript
+    from .export import export_file, export_parquet, write_jsonl, write_transcript
     from .sources import open_workspace
 
     with open_workspace(dbs, materialize=False) as ws:
@@ -208,11 +203,7 @@ def export_cmd(
         sid = ws.resolve_session(session[0] if session else None)
         writer = write_transcript if fmt is ExportFormat.TRANSCRIPT else write_jsonl
         if out and out != "-":
-            try:
-                with open(out, "wb") as f:
-                    n = writer(ws, sid, f)
-            except OSError as e:
-                raise OutputError(f"cannot write {out}: {e.strerror}") from None
+            n = export_file(writer, ws, sid, out)
             say(EXPORT, f"session {sid}, {n:,} frames into {out}")
         else:
             writer(ws, sid, sys.stdout.buffer)

@@ -6,6 +6,9 @@ engine — and by wire-query / wire-stats, which accept such a folder directly.
 Parquet layout: `DIR/frames/day=YYYY-MM-DD/<session_id>.parquet` and
 `DIR/sessions/day=YYYY-MM-DD/<session_id>.parquet`. One file per session makes re-exporting a
 session overwrite its own file instead of duplicating rows.
+
+Every file and folder an export creates is its owner's only (0600 files, 0700 folders), like the
+recording it comes from.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable
+from typing import IO
 
 import orjson
 
 from wire_recorder.recorder.classify import PAYLOAD_MAX
 from wire_recorder.recorder.errors import OutputError, UserError
 from wire_recorder.recorder.model import COLUMNS, Frame
+from wire_recorder.recorder.paths import make_private_dirs, open_private
 from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
 from wire_recorder.recorder.transcript import write_session
 
@@ -104,6 +109,29 @@ def write_jsonl(ws: Workspace, sid: str, out) -> int:
     return len(frames)
 
 
+def export_file(writer: Callable[[Workspace, str, IO[bytes]], int], ws: Workspace, sid: str,
+                path: str) -> int:
+    """`writer` (write_transcript, write_jsonl) into a new file only its owner reads; returns
+    the frame count."""
+    try:
+        with open_private(path) as out:
+            return writer(ws, sid, out)
+    except OSError as e:
+        raise OutputError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _private_copy_target(path: str) -> None:
+    """DuckDB's COPY creates its file with the umask's mode; a file that exists keeps its own
+    (COPY truncates it), so the target is made 0600 before the bytes go in."""
+    open_private(path).close()
+
+
+def _keep_private(path: str) -> None:
+    """And made 0600 after, in case COPY replaced the file instead of truncating it."""
+    if os.path.isfile(path):
+        os.chmod(path, 0o600)
+
+
 def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
                    progress: Callable[[str], None] | None = None) -> list[str]:
     """Write each session's frames and session row under out_dir, partitioned by day."""
@@ -117,12 +145,14 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)
         fdir = os.path.join(out_dir, "frames", f"day={day}")
         sdir = os.path.join(out_dir, "sessions", f"day={day}")
-        os.makedirs(fdir, exist_ok=True)
-        os.makedirs(sdir, exist_ok=True)
         fpath = os.path.join(fdir, safe + ".parquet")
         spath = os.path.join(sdir, safe + ".parquet")
         q = _sql_str(sid)
         try:
+            make_private_dirs(fdir)
+            make_private_dirs(sdir)
+            _private_copy_target(fpath)
+            _private_copy_target(spath)
             if _has_blobs(ws, sid):
                 _copy_frames_with_blobs(ws, sid, fpath)
             else:
@@ -130,8 +160,12 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
                                f"seq) TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
             ws.con.execute(f"COPY (SELECT {scols} FROM sessions WHERE session_id = {q}) "
                            f"TO {_sql_str(spath)} (FORMAT parquet)")
+            _keep_private(fpath)
+            _keep_private(spath)
         except UserError:
             raise
+        except OSError as e:
+            raise OutputError(f"cannot write {fpath}: {e.strerror}") from None
         except Exception as e:  # disk full, permissions: one line
             raise OutputError(f"cannot write {fpath}: {str(e).splitlines()[0]}") from None
         written.append(fpath)
