@@ -1,0 +1,513 @@
+"""Redaction of secrets in the stored copy of a session (docs/design.md, "Redaction").
+
+A `Redactor` replaces every secret it finds with a placeholder `REDACTED:<12 hex>`: the first
+12 hex digits of HMAC-SHA256(key, secret), where the key is 32 random bytes made when the
+Redactor is made and kept in its memory only (never stored). So one secret gets one placeholder
+within a recording (replay matching and `--serve` still pair requests), cannot be recovered from
+it, and cannot be compared across recordings. The placeholder is ASCII and holds no character a
+JSON string would escape; `PLACEHOLDER_RE` matches every placeholder, and a placeholder is never
+redacted again (redacting twice gives the same bytes).
+
+Rules (names as recorded in `sessions.redaction`):
+- token-shapes: OpenAI/Anthropic/Moonshot-style `sk-...`, AWS `AKIA...`/`ASIA...`, Google `AIza...`,
+  GitHub `ghp_/gho_/ghu_/ghs_/ghr_/github_pat_`, GitLab `glpat-`, Slack `xox[bpoas]-`, JWTs,
+  PEM private key blocks;
+- bearer: the credential after `Bearer ` / `Basic `;
+- url-password: the password of `scheme://user:password@host`;
+- secret-assignments: `password=...`, `api_key: ...`, `token="..."` in text (values of 8+ chars);
+- secret-keys: in a JSON payload, every value under a key such as `api_key`, `apiKey`, `token`,
+  `access_token`, `secret`, `client_secret`, `password`, `passwd`, `authorization`, `cookie`,
+  `set-cookie`, `x-api-key` (case, `-` and `_` ignored);
+- env-headers: every value of an `env` or `headers` map (ACP `session/new`/`session/load`
+  `mcpServers[].env` / `.headers`, which are lists of {name, value}; MCP configs' dicts);
+- env:NAME: the value of the environment variable NAME (names that look secret: `*_KEY`,
+  `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*`; values of 8+ characters) wherever it appears;
+- config:patterns / config:json_paths / config:keys / config:env: the project's own rules
+  ([tool.wire-recorder.redact], see recorder.config).
+
+A frame that parses as JSON is redacted JSON-aware (strings inside; the frame's bytes stay
+byte-identical when nothing matched, and only the secrets' bytes change when something did). A
+frame that does not parse (invalid JSON or UTF-8, a stderr line) and every frame over
+`HUGE_FRAME` bytes (never parsed, to keep the loader fast) get the byte rules only: token shapes,
+bearer, url-password, secret-assignments, env values and config patterns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any
+
+PLACEHOLDER_PREFIX = b"REDACTED:"
+PLACEHOLDER_RE: re.Pattern[bytes] = re.compile(rb"REDACTED:[0-9a-f]{12}")
+PLACEHOLDER_TEXT_RE: re.Pattern[str] = re.compile(r"REDACTED:[0-9a-f]{12}")
+HUGE_FRAME = 1 << 20  # bytes; larger frames are not parsed as JSON
+
+# Whole match is the secret unless the pattern has a group named `secret`.
+_TOKEN_SHAPES = [
+    rb"(?<![A-Za-z0-9_-])sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}",
+    rb"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])",
+    rb"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}",
+    rb"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}",
+    rb"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}",
+    rb"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}",
+    rb"(?<![A-Za-z0-9_-])xox[bpoas]-[A-Za-z0-9-]{10,}",
+    rb"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----",
+]
+_BEARER = rb"(?i:\b(?:bearer|basic))[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
+_URL_PASSWORD = (
+    rb"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^/\s:@\"'<>\\]{1,256}:(?P<secret>[^/\s@\"'<>\\]{1,256})@"
+)
+_SECRET_WORDS = (
+    rb"api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
+    rb"|secret[_-]?key|private[_-]?key|password|passwd|secret|token"
+)
+_ASSIGNMENT = (
+    rb"(?i:\b(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + rb"))\b[\"']?[ \t]*[:=][ \t]*"
+    rb"(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&]{8,})"
+)
+# Cheap first look: a frame none of these occur in is stored as it is, without any other work.
+_TRIGGERS = (
+    rb"sk-|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|glpat-|xox[bpoas]-|eyJ|PRIVATE KEY|://"
+    rb"|(?i:bearer|basic|passw|secret|token|api.?key|authoriz|cookie)"
+)
+_JSON_TRIGGERS = rb"\"(?:env|headers)\"|(?i:passw|secret|token|api.?key|authoriz|cookie)"
+
+SECRET_KEYS = frozenset(
+    {
+        "apikey",
+        "token",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "authtoken",
+        "apitoken",
+        "sessiontoken",
+        "secret",
+        "clientsecret",
+        "secretkey",
+        "privatekey",
+        "password",
+        "passwd",
+        "authorization",
+        "proxyauthorization",
+        "cookie",
+        "setcookie",
+        "xapikey",
+        "xauthtoken",
+    }
+)
+MAP_KEYS = frozenset({"env", "headers"})
+_SECRET_ENV_NAME = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD|^TOKEN|^SECRET)")
+_SECRET_ENV_TAIL = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET)$")
+MIN_ENV_VALUE = 8  # shorter values of secret-looking variables ('true', '1') are left alone
+MIN_CONFIG_ENV_VALUE = 4  # a variable the config names is a secret from this length on
+
+
+def _norm_key(k: str) -> str:
+    return k.lower().replace("_", "").replace("-", "")
+
+
+def secret_env_names(env: Mapping[str, str]) -> list[str]:
+    """Names of env whose values the env:NAME rule masks."""
+    return sorted(
+        n
+        for n, v in env.items()
+        if len(v) >= MIN_ENV_VALUE
+        and (_SECRET_ENV_TAIL.search(n) or re.search(r"(?i)PASSWORD|PASSWD", n))
+        and not PLACEHOLDER_TEXT_RE.fullmatch(v)
+    )
+
+
+class Redactor:
+    """The rules of one recording and its placeholder key. Build one with `from_config`."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        env_values: Mapping[str, str] | None = None,
+        patterns: list[str] | None = None,
+        json_paths: list[str] | None = None,
+        keys: list[str] | None = None,
+        config_env: list[str] | None = None,
+        config_path: str | None = None,
+        notes: list[str] | None = None,
+        key: bytes | None = None,
+    ):
+        self.enabled = enabled
+        self.config_path = config_path
+        self.notes: list[str] = list(notes or [])
+        self._key = key or secrets.token_bytes(32)
+        self._cache: dict[bytes, bytes] = {}
+        self._found: list[bytes] = []
+        self.rules: list[str] = []
+        if not enabled:
+            return
+        self.rules = [
+            "token-shapes",
+            "bearer",
+            "url-password",
+            "secret-assignments",
+            "secret-keys",
+            "env-headers",
+        ]
+        self._keys = SECRET_KEYS | {_norm_key(k) for k in keys or []}
+        self._paths = [self._parse_path(p) for p in json_paths or []]
+        # Literal secret values: each also in its JSON-escaped form, longest first so a value
+        # that contains another is replaced whole.
+        literals: dict[bytes, bytes] = {}
+        for name, value in (env_values or {}).items():
+            raw = value.encode("utf-8", "surrogateescape")
+            literals[raw] = raw
+            esc = json.dumps(value)[1:-1].encode("ascii")
+            literals.setdefault(esc, raw)
+            self.rules.append(f"env:{name}")
+        self._literals = literals
+        byte_rules: list[re.Pattern[bytes]] = [
+            re.compile(b"|".join(_TOKEN_SHAPES), re.S),
+            re.compile(_BEARER),
+            re.compile(_URL_PASSWORD),
+            re.compile(_ASSIGNMENT),
+        ]
+        if literals:
+            alts = sorted(literals, key=len, reverse=True)
+            byte_rules.append(re.compile(b"|".join(re.escape(a) for a in alts)))
+        self._user_rules = [re.compile(p.encode("utf-8")) for p in patterns or []]
+        self._rules = byte_rules
+        trig = _TRIGGERS
+        if literals:
+            trig += b"|" + b"|".join(re.escape(a) for a in sorted(literals, key=len, reverse=True))
+        self._trigger = re.compile(trig)
+        self._json_trigger = re.compile(
+            _JSON_TRIGGERS
+            + b"".join(b"|" + re.escape(k.encode()) for k in keys or [])
+            + (b"|" + b"|".join(re.escape(a) for a in literals) if literals else b"")
+        )
+        if patterns:
+            self.rules.append(f"config:patterns({len(patterns)})")
+        if json_paths:
+            self.rules.append(f"config:json_paths({len(json_paths)})")
+        if keys:
+            self.rules.append(f"config:keys({len(keys)})")
+        if config_env:
+            self.rules.append(f"config:env({len(config_env)})")
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_config(
+        cls,
+        project_dir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        enabled: bool = True,
+        *,
+        strict: bool = False,
+    ) -> Redactor:
+        """Built-in rules + the project's config (found from project_dir upwards) + the
+        secret-looking values of env (default: os.environ), with a fresh random key.
+
+        A config that cannot be used raises recorder.config.ConfigError when `strict`;
+        otherwise the built-in rules run alone and `notes` says why."""
+        if not enabled:
+            return cls(enabled=False)
+        from .config import ConfigError, find_config
+
+        env = os.environ if env is None else env
+        notes: list[str] = []
+        user: dict[str, list[str]] = {}
+        path: str | None = None
+        try:
+            cfg = find_config(project_dir)
+            path = cfg.path
+            user = parse_redact_table(cfg.table.get("redact", {}), cfg.path or "config")
+        except ConfigError as e:
+            if strict:
+                raise
+            notes.append(f"{e.message}; only the built-in rules ran")
+            user = {}
+        env_values = {n: env[n] for n in secret_env_names(env)}
+        for name in user.get("env", []):
+            v = env.get(name)
+            if v is not None and len(v) >= MIN_CONFIG_ENV_VALUE:
+                env_values[name] = v
+        return cls(
+            env_values=env_values,
+            patterns=user.get("patterns"),
+            json_paths=user.get("json_paths"),
+            keys=user.get("keys"),
+            config_env=user.get("env"),
+            config_path=path if user else None,
+            notes=notes,
+        )
+
+    @staticmethod
+    def _parse_path(p: str) -> tuple[str, ...]:
+        if p.startswith("$."):
+            p = p[2:]
+        return tuple(p.split("."))
+
+    def describe(self) -> str:
+        """What `sessions.redaction` records: 'off', or JSON {rules, config, notes}."""
+        if not self.enabled:
+            return "off"
+        d: dict[str, Any] = {"rules": self.rules}
+        if self.config_path:
+            d["config"] = self.config_path
+        if self.notes:
+            d["notes"] = self.notes
+        return json.dumps(d, separators=(",", ":"))
+
+    # ------------------------------------------------------------------ placeholders
+
+    def placeholder(self, secret: bytes) -> bytes:
+        ph = self._cache.get(secret)
+        if ph is None:
+            digest = hmac.new(self._key, secret, hashlib.sha256).hexdigest()[:12]
+            ph = PLACEHOLDER_PREFIX + digest.encode("ascii")
+            self._cache[secret] = ph
+        return ph
+
+    def _ph_str(self, secret: str) -> str:
+        return self.placeholder(secret.encode("utf-8", "surrogatepass")).decode("ascii")
+
+    # ------------------------------------------------------------------ bytes
+
+    def _sub(self, m: re.Match[bytes]) -> bytes:
+        g = "secret" if "secret" in m.re.groupindex else 0
+        start, end = m.span(g)
+        if start < 0:
+            return m.group(0)
+        s = m.string
+        if s.startswith(PLACEHOLDER_PREFIX, start):
+            return m.group(0)
+        secret = self._literals.get(s[start:end], s[start:end]) if self._literals else s[start:end]
+        if g and end - start >= MIN_ENV_VALUE:
+            self._found.append(s[start:end])
+        m0 = m.start(0)
+        return s[m0:start] + self.placeholder(bytes(secret)) + s[end : m.end(0)]
+
+    def _byte_rules(self, raw: bytes) -> bytes:
+        out = raw
+        self._found = []
+        if self._trigger.search(raw) is not None:
+            for rx in self._rules:
+                out = rx.sub(self._sub, out)
+        for rx in self._user_rules:
+            out = rx.sub(self._sub, out)
+        # A secret found by its context (after `Bearer `, `password=`, ...) is a secret in
+        # the rest of the frame too.
+        for secret in sorted(set(self._found), key=len, reverse=True):
+            out = out.replace(secret, self.placeholder(secret))
+        return raw if out == raw else out
+
+    def redact_bytes(self, raw: bytes) -> bytes:
+        """One frame, stderr line or transcript line. Returns `raw` itself when nothing
+        matched."""
+        if not self.enabled or not raw:
+            return raw
+        out = self._byte_rules(raw)
+        if len(raw) > HUGE_FRAME:
+            return out
+        if not self._paths and self._json_trigger.search(out) is None:
+            return out
+        first = out.lstrip()[:1]
+        if first not in (b"{", b"["):
+            return out
+        try:
+            obj = json.loads(out)
+        except (ValueError, RecursionError):
+            return out
+        pairs: list[tuple[str, str]] = []
+        new = self._walk(obj, (), pairs)
+        if new is obj:
+            return out
+        return self._rewrite(out, new, pairs)
+
+    def _rewrite(self, raw: bytes, new: Any, pairs: list[tuple[str, str]]) -> bytes:
+        """The frame's bytes with each masked value replaced in place, so the rest of the
+        frame keeps its bytes; re-serialised when that cannot be shown to give `new`.
+
+        A masked value of 8+ characters is a secret wherever it occurs in the frame, so its
+        other occurrences are replaced too."""
+        longs = {s: ph for s, ph in pairs if len(s) >= MIN_ENV_VALUE}
+        if longs:
+            new = _replace_strings(new, longs)
+        out = raw
+        ok = len(longs) == len(set(pairs))
+        for secret in sorted(longs, key=len, reverse=True) if ok else ():
+            ph = longs[secret].encode("ascii")
+            forms = {
+                json.dumps(secret)[1:-1].encode("ascii"),
+                json.dumps(secret, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"),
+            }
+            if not any(f in out for f in forms):
+                ok = False
+                break
+            for f in forms:
+                out = out.replace(f, ph)
+        if ok:
+            try:
+                if json.loads(out) == new:
+                    return out
+            except ValueError:
+                pass
+        end = raw[len(raw.rstrip()) :]
+        text = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "surrogatepass") + end
+
+    # ------------------------------------------------------------------ JSON values
+
+    def _mask(self, v: Any, pairs: list[tuple[str, str]]) -> Any:
+        if isinstance(v, str):
+            if not v or PLACEHOLDER_TEXT_RE.fullmatch(v):
+                return v
+            ph = self._ph_str(v)
+            pairs.append((v, ph))
+            return ph
+        if isinstance(v, dict):
+            return self._copy_dict(v, lambda k, x: self._mask(x, pairs))
+        if isinstance(v, list):
+            return self._copy_list(v, lambda i, x: self._mask(x, pairs))
+        return v
+
+    def _mask_map(self, v: Any, pairs: list[tuple[str, str]]) -> Any:
+        """An env/headers map: a dict's values, a list of {name, value}'s values, `N=V`'s V."""
+        if isinstance(v, dict):
+            return self._copy_dict(v, lambda k, x: self._mask(x, pairs))
+        if isinstance(v, list):
+
+            def item(i: int, x: Any) -> Any:
+                if isinstance(x, dict) and "value" in x:
+                    return self._copy_dict(
+                        x, lambda k, y: self._mask(y, pairs) if k == "value" else y
+                    )
+                if isinstance(x, str) and "=" in x:
+                    name, _, val = x.partition("=")
+                    m = self._mask(val, pairs)
+                    return x if m is val else f"{name}={m}"
+                return self._mask(x, pairs)
+
+            return self._copy_list(v, item)
+        return self._mask(v, pairs)
+
+    @staticmethod
+    def _copy_dict(d: dict[str, Any], f: Callable[[str, Any], Any]) -> dict[str, Any]:
+        out: dict[str, Any] | None = None
+        for k, v in d.items():
+            nv = f(k, v)
+            if nv is not v:
+                if out is None:
+                    out = dict(d)
+                out[k] = nv
+        return d if out is None else out
+
+    @staticmethod
+    def _copy_list(lst: list[Any], f: Callable[[int, Any], Any]) -> list[Any]:
+        out: list[Any] | None = None
+        for i, v in enumerate(lst):
+            nv = f(i, v)
+            if nv is not v:
+                if out is None:
+                    out = list(lst)
+                out[i] = nv
+        return lst if out is None else out
+
+    def _path_hit(self, path: tuple[str, ...]) -> bool:
+        for p in self._paths:
+            if len(p) == len(path) and all(
+                a == "*" or a == b for a, b in zip(p, path, strict=True)
+            ):
+                return True
+        return False
+
+    def _walk(self, o: Any, path: tuple[str, ...], pairs: list[tuple[str, str]]) -> Any:
+        if isinstance(o, str):
+            return self._redact_str(o, pairs)
+        if isinstance(o, dict):
+
+            def field(k: str, v: Any) -> Any:
+                p = path + (k,) if self._paths else path
+                if self._paths and self._path_hit(p):
+                    return self._mask(v, pairs)
+                if _norm_key(k) in self._keys:
+                    return self._mask(v, pairs)
+                if k in MAP_KEYS:
+                    return self._mask_map(v, pairs)
+                return self._walk(v, p, pairs)
+
+            return self._copy_dict(o, field)
+        if isinstance(o, list):
+            return self._copy_list(
+                o, lambda i, v: self._walk(v, path + (str(i),) if self._paths else path, pairs)
+            )
+        return o
+
+    def _redact_str(self, s: str, pairs: list[tuple[str, str]]) -> str:
+        b = s.encode("utf-8", "surrogatepass")
+        out = self._byte_rules(b)
+        if out is b:
+            return s
+        return out.decode("utf-8", "surrogatepass")
+
+    def redact_json(self, obj: Any) -> Any:
+        """A parsed JSON value; returns `obj` itself when nothing matched."""
+        if not self.enabled:
+            return obj
+        return self._walk(obj, (), [])
+
+    def redact_text(self, text: str) -> str:
+        """A text (an argv element, a path, a stderr line, a transcript line)."""
+        if not self.enabled or not text:
+            return text
+        b = text.encode("utf-8", "surrogateescape")
+        out = self.redact_bytes(b)
+        return text if out is b else out.decode("utf-8", "surrogateescape")
+
+
+def _replace_strings(o: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(o, str):
+        for secret in sorted(mapping, key=len, reverse=True):
+            if secret in o:
+                o = o.replace(secret, mapping[secret])
+        return o
+    if isinstance(o, dict):
+        return {_replace_strings(k, mapping): _replace_strings(v, mapping) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_replace_strings(v, mapping) for v in o]
+    return o
+
+
+def parse_redact_table(table: Any, where: str) -> dict[str, list[str]]:
+    """The `redact` table of the config, checked: raises ConfigError naming file and key."""
+    from .config import ConfigError
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.wire-recorder.redact] must be a table")
+    out: dict[str, list[str]] = {}
+    for k, v in table.items():
+        if k not in ("patterns", "json_paths", "env", "keys"):
+            raise ConfigError(
+                f"{where}: redact.{k}: unknown key",
+                "known keys: patterns, json_paths, env, keys",
+            )
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise ConfigError(f"{where}: redact.{k}: must be a list of non-empty strings")
+        if k == "patterns":
+            for p in v:
+                try:
+                    re.compile(p.encode("utf-8"))
+                except re.error as e:
+                    raise ConfigError(f"{where}: redact.patterns: {p!r}: {e}") from e
+        if k == "json_paths":
+            for p in v:
+                if any(not seg for seg in (p[2:] if p.startswith("$.") else p).split(".")):
+                    raise ConfigError(f"{where}: redact.json_paths: {p!r}: empty segment")
+        out[k] = list(v)
+    return out
