@@ -207,6 +207,9 @@ SESSIONS = Table("sessions", (
            " counts from the same clock)"),
     Column("db_note", "VARCHAR", "why the session is in this file and not the one named (a "
            "sibling file when that one was busy)"),
+    Column("redaction", "VARCHAR", "`off` (recorded with `--no-redact`), or a JSON object: the "
+           "`rules` that ran, the project `config` file, `notes` (a config that could not be "
+           "used); NULL for sessions stored before redaction existed", since=4),
 ))
 SESSION_COLUMNS: tuple[str, ...] = SESSIONS.names
 

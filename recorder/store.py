@@ -23,7 +23,7 @@ from .errors import DBLocked, NotARecording, SchemaTooNew, SessionNotFound
 from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, Frame
 from .paths import DUCKDB_MAGIC
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 INLINE_MAX = 256 * 1024
 

@@ -1,4 +1,4 @@
-"""Write the stored recordings of every schema version: tests/data/schema{1,2,3}.db and
+"""Write the stored recordings of every schema version: tests/data/schema{1,2,3,4}.db and
 schema_too_new.db (read by tests/test_model.py).
 
     .venv/bin/python tests/data/make_schema_fixtures.py
@@ -75,12 +75,14 @@ STEPS = {
     1: [SESSIONS_DDL, FRAMES_DDL],
     2: ["ALTER TABLE frames ADD COLUMN IF NOT EXISTS blob_offset BIGINT"],
     3: ["ALTER TABLE frames ADD COLUMN IF NOT EXISTS anomaly VARCHAR"],
+    4: ["ALTER TABLE sessions ADD COLUMN IF NOT EXISTS redaction VARCHAR"],
 }
 FRAME_COLUMNS = {1: ["session_id", "seq", "ts", "mono_ns", "direction", "raw", "newline",
                      "byte_len", "kind", "method", "rpc_id", "msg_type", "payload",
                      "parse_error", "known"]}
 FRAME_COLUMNS[2] = FRAME_COLUMNS[1] + ["blob_offset"]
 FRAME_COLUMNS[3] = FRAME_COLUMNS[2] + ["anomaly"]
+FRAME_COLUMNS[4] = FRAME_COLUMNS[3]
 
 SID = "20250102T030405-0ldf11e5"
 START = dt.datetime(2025, 1, 2, 3, 4, 5)
@@ -158,7 +160,7 @@ def make(path: str, version: int, stamp: int | None = None) -> None:
 
 
 def main() -> None:
-    for v in (1, 2, 3):
+    for v in (1, 2, 3, 4):
         make(os.path.join(HERE, f"schema{v}.db"), v)
     make(os.path.join(HERE, "schema_too_new.db"), 3, stamp=99)
 
