@@ -217,6 +217,8 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
     src = open_store(path, read_only=True)
     tmp = _temp_path(path, "redact")
     tmp_blobs = blobs_path(tmp)
+    # DuckDB creates the new file's WAL with the umask's mode while the copy runs
+    old_umask = os.umask(0o077)
     try:
         dst = None if dry_run else _new_store(tmp)
         try:
@@ -249,6 +251,7 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
         _remove(tmp, tmp + ".wal", tmp_blobs)
         raise
     finally:
+        os.umask(old_umask)
         src.close()
 
 

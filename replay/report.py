@@ -182,8 +182,10 @@ def write_report(path: str, r: ReplayResult) -> None:
         data = render_json(r)
     else:
         data = render_text(r).encode()
+    from wire_recorder.recorder.paths import open_private  # 0600: the report quotes frames
+
     try:
-        with open(path, "wb") as f:
+        with open_private(path) as f:
             f.write(data)
     except OSError as e:
         from wire_recorder.recorder.errors import OutputError
