@@ -127,6 +127,7 @@ class AcpScenario:
     # session and runs its own prompts with its own scripts (an editor reopening a session)
     then: AcpScenario | None = None
     await_commands: float = 5.0  # kimi sends available_commands_update after session/new only
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)  # session/new mcpServers
 
 
 @dataclass
@@ -177,6 +178,7 @@ def _plan(scenario: AcpScenario, run: AcpRun, load_session: str | None = None) -
         "timeout": scenario.timeout,
         "await_commands": 0 if load_session else scenario.await_commands,
         "client_info": {"name": "wire-recorder-acp-client", "version": "1"},
+        "mcp_servers": scenario.mcp_servers,
     }
 
 

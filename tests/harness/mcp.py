@@ -99,6 +99,7 @@ class McpScenario:
     expect_progress: bool = False
     setup: Callable[[McpRun], None] | None = None
     timeout: float = 30.0
+    client_args: Sequence[str] = ()  # more mcp_client.py options, e.g. --client-info JSON
 
 
 def demo_server(venv: str, *args: str) -> Callable[[McpRun], list[str]]:
@@ -153,6 +154,7 @@ def run_mcp_scenario(
                 argv += ["--allow-error", call.tool]
             if call.cancel:
                 argv += ["--cancel", call.tool]
+        argv += list(scenario.client_args)
         client_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(run.home),

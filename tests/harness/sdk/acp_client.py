@@ -41,7 +41,9 @@ Plan (JSON object):
      "timeout": 60,                       # seconds for the whole exchange
      "await_commands": 5,                 # wait up to N s for available_commands_update
                                           # before the first prompt (stable frame order); 0 = no
-     "client_info": {"name": "...", "version": "..."}}
+     "client_info": {"name": "...", "version": "..."},
+     "mcp_servers": [{"name": "...", "command": "...", "args": [], "env": [{"name": "K", "value": "V"}]},
+                     {"type": "http", "name": "...", "url": "...", "headers": [{"name": "H", "value": "V"}]}]}
 """
 
 from __future__ import annotations
@@ -431,6 +433,16 @@ async def run(plan: dict[str, Any], agent_argv: list[str], *, agent_stderr: Any,
     return summary
 
 
+def _mcp_servers(plan: dict[str, Any]) -> list[Any]:
+    """The plan's `mcp_servers` (ACP wire shape: stdio with `env`, or `"type": "http"` with
+    `headers`) as the SDK's models, so session/new carries them as an editor would send them."""
+    out: list[Any] = []
+    for s in plan.get("mcp_servers") or []:
+        model = schema.HttpMcpServer if s.get("type") == "http" else schema.McpServerStdio
+        out.append(model.model_validate(s))
+    return out
+
+
 async def _exchange(plan: dict[str, Any], client: PlanClient, conn: Any, summary: dict[str, Any]) -> None:
     init = await conn.initialize(
         protocol_version=acp.PROTOCOL_VERSION,
@@ -448,10 +460,10 @@ async def _exchange(plan: dict[str, Any], client: PlanClient, conn: Any, summary
     }
     load = plan.get("load_session")
     if load:  # a session an earlier agent process created: its history comes as session/update
-        await conn.load_session(cwd=client.cwd, session_id=load, mcp_servers=[])
+        await conn.load_session(cwd=client.cwd, session_id=load, mcp_servers=_mcp_servers(plan))
         session_id = load
     else:
-        new = await conn.new_session(cwd=client.cwd, mcp_servers=[])
+        new = await conn.new_session(cwd=client.cwd, mcp_servers=_mcp_servers(plan))
         session_id = new.session_id
     summary["sessionId"] = session_id
     wait_s = float(plan.get("await_commands", 5))

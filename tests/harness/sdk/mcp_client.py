@@ -58,6 +58,7 @@ SAMPLING_RESULT = {
 }
 ROOT_NAME = "demo-root"
 ELICIT_CONTENT = {"confirm": True, "note": "ok"}
+CLIENT_INFO: dict[str, Any] = {"name": "wire-recorder-mcp-client", "version": "1.0"}  # --client-info
 
 
 def fail(msg: str, code: int = 1):
@@ -168,7 +169,7 @@ async def run_v2(params_kw: dict, era: str, calls, cb: Callbacks, summary: dict,
         sampling_callback=cb.sampling,
         list_roots_callback=cb.roots,
         elicitation_callback=cb.elicitation,
-        client_info=types.Implementation(name="wire-recorder-mcp-client", version="1.0"),
+        client_info=types.Implementation.model_validate(CLIENT_INFO),
     ) as client:
         summary["protocol_version"] = client.protocol_version
         info = client.server_info
@@ -187,7 +188,7 @@ async def run_v1(params_kw: dict, calls, cb: Callbacks, summary: dict, errlog, c
             sampling_callback=cb.sampling,
             list_roots_callback=cb.roots,
             elicitation_callback=cb.elicitation,
-            client_info=types.Implementation(name="wire-recorder-mcp-client", version="1.0"),
+            client_info=types.Implementation.model_validate(CLIENT_INFO),
         ) as session:
             init = await session.initialize()
             summary["protocol_version"] = init.protocolVersion
@@ -215,6 +216,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     ap.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
                     help="pass NAME (from our environment, or =VALUE) to the server")
     ap.add_argument("--cwd", help="the server's working directory")
+    ap.add_argument("--client-info", metavar="JSON",
+                    help="fields merged into the initialize clientInfo (mcp 1.x keeps unknown ones)")
     ap.add_argument("--timeout", type=float, default=30.0, help="give up after this many seconds")
     return ap.parse_args(own), server
 
@@ -223,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     args, server = parse_args(sys.argv[1:] if argv is None else argv)
     if args.era == "2026" and MCP_MAJOR < 2:
         fail(f"--era 2026 needs mcp >= 2 (this is mcp {MCP_VERSION})", 2)
+    if args.client_info:
+        CLIENT_INFO.update(json.loads(args.client_info))
     calls = []
     for spec in args.call:
         name, eq, raw = spec.partition("=")

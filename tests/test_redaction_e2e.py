@@ -1,0 +1,269 @@
+"""Redaction on capture, end to end: seeded fake secrets (tests/harness/secrets.py) travel through
+the real `wire-proxy` in front of the real `kimi --wire`, `kimi acp` (ACP SDK client) and the MCP
+SDK client and demo server, in prompts, tool arguments and output, the agent's text, ACP
+`session/new` mcpServers env and headers, MCP `initialize`, the agent's argv, environment and
+stderr, and a frame over 256 KiB. The client and the agent get every secret unchanged; none of
+their bytes is in the recording, its blob sidecar or any export (transcript, JSONL, Parquet,
+HTML); the redacted recordings still replay green against the unchanged agent and with --serve.
+
+One recording per protocol, shared by the module (the ACP one needs a small HTTP MCP server up
+while kimi connects to it, during the recording and the replay).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import secrets as sx
+from tests.harness.acp import AcpRun, check_acp_scenario, run_acp_scenario
+from tests.harness.kimi_peer import KimiRun
+from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
+from tests.harness.proxy import db_rows, echo_agent_cmd, run_proxy
+from tests.harness.scripted_client import run_client
+from tests.harness.wire import check_scenario, run_scenario
+from wire_recorder.recorder.redact import PLACEHOLDER_RE
+
+BIN = Path(sys.executable).parent
+WIRE_PROXY = str(BIN / "wire-proxy")
+WIRE_REPLAY = str(BIN / "wire-replay")
+
+
+@dataclass
+class Recorded:
+    folder: Path  # the recording, its sidecar and its exports: nothing else
+    db: Path
+    result: Any  # what the client saw
+
+
+def proxy(db: Path, name: str) -> list[str]:
+    return [WIRE_PROXY, "-q", "--db", str(db), "--name", name, "--"]
+
+
+def cli(*args: str | Path, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / str(args[0])), *map(str, args[1:])], capture_output=True,
+                          timeout=timeout, **kw)
+
+
+def export_everything(folder: Path, db: Path) -> None:
+    """Every export beside the recording: transcript, JSONL, Parquet, the HTML report."""
+    argvs: list[list[str | Path]] = [
+        ["wire-export", db, "--format", "transcript", "-o", folder / "export.transcript.jsonl"],
+        ["wire-export", db, "--format", "jsonl", "-o", folder / "export.frames.jsonl"],
+        ["wire-export", db, "--format", "parquet", "-o", folder / "parquet"],
+        ["wire-show", db, "--html", folder / "report.html"],
+    ]
+    for argv in argvs:
+        p = cli(*argv)
+        assert p.returncode == 0, (argv, p.stderr.decode()[-2000:])
+    assert list((folder / "parquet").rglob("*.parquet")), "no Parquet file written"
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    with sx.http_mcp_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def wire_rec(tmp_path_factory, kimi_exe) -> Recorded:
+    folder = tmp_path_factory.mktemp("wire-rec")
+    db = folder / "wire.db"
+    sc = sx.WIRE_SCENARIO
+    # the proxy's own environment holds WR_DEPLOY_TOKEN; sh writes the stderr line, env puts
+    # FAKE_API_KEY into the agent's argv, then kimi's argv follows
+    result = run_scenario(sc, [*proxy(db, sc.name), *sx.wire_agent([])], kimi=kimi_exe, env=sx.WIRE_ENV)
+    assert check_scenario(sc, result) == []
+    export_everything(folder, db)
+    return Recorded(folder, db, result)
+
+
+@pytest.fixture(scope="module")
+def acp_rec(tmp_path_factory, kimi_exe, acp_python, mcp_peers, http_url) -> Recorded:
+    folder = tmp_path_factory.mktemp("acp-rec")
+    db = folder / "acp.db"
+    sc = sx.acp_scenario(http_url)
+    result = run_acp_scenario(sc, [*proxy(db, sc.name), *sx.acp_agent([])], kimi=kimi_exe,
+                              acp_python=acp_python)
+    assert check_acp_scenario(sc, result) == []
+    export_everything(folder, db)
+    return Recorded(folder, db, result)
+
+
+@pytest.fixture(scope="module")
+def mcp_rec(tmp_path_factory, mcp_peers) -> Recorded:
+    folder = tmp_path_factory.mktemp("mcp-rec")
+    db = folder / "mcp.db"
+    sc = sx.MCP_SCENARIO
+    result = run_mcp_scenario(sc, proxy(db, sc.name), env=sx.MCP_ENV)
+    assert check_mcp_scenario(sc, result) == [], result.stderr[-2000:]
+    export_everything(folder, db)
+    return Recorded(folder, db, result)
+
+
+@pytest.fixture
+def recs(request) -> dict[str, Recorded]:
+    """The recording of the protocol a parametrized test names (fixtures started on demand)."""
+    return {request.param: request.getfixturevalue(f"{request.param}_rec")}
+
+
+PROTOCOLS = ("wire", "acp", "mcp")
+SECRETS_OF = {"wire": sx.WIRE, "acp": sx.ACP, "mcp": sx.MCP}
+
+
+def _where(hits: dict[str, list[str]]) -> str:
+    return "; ".join(f"{f}: " + ", ".join(f"{n} ({sx.PLACES.get(n, '')})" for n in names)
+                     for f, names in hits.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# the detector itself
+
+
+def test_the_seeded_secrets_are_many_distinct_and_realistic():
+    assert len(sx.SECRETS) >= 20 and len(set(sx.SECRETS.values())) == len(sx.SECRETS)
+    shapes = ("sk-proj-", "sk-ant-", "AKIA", "ghp_", "glpat-", "xoxb-", "eyJ", "-----BEGIN PRIVATE KEY")
+    for shape in shapes:
+        assert any(v.startswith(shape) for v in sx.SECRETS.values()), shape
+
+
+def test_the_scan_finds_every_secret_in_a_recording_made_with_no_redact(tmp_path):
+    """The check has teeth: the same scan over a `--no-redact` recording of every secret finds
+    each one, in the file's bytes or in its values (DuckDB may compress what it stores)."""
+    frames = b"".join(json.dumps({"jsonrpc": "2.0", "method": "note", "params": {"v": v}}).encode() + b"\n"
+                      for v in sx.SECRETS.values())
+    db = tmp_path / "plain.db"
+    p = run_proxy(["-q", "--no-redact", "--db", str(db), "--", *echo_agent_cmd()], frames)
+    assert p.returncode == 0 and p.stdout == frames, p.stderr.decode()
+    found = {n for names in sx.scan(tmp_path).values() for n in names}
+    assert found == set(sx.SECRETS), set(sx.SECRETS) - found
+
+
+# ---------------------------------------------------------------------------------------------
+# the client and the agent got them unchanged
+
+
+def test_wire_client_and_agent_got_the_secrets(wire_rec):
+    r = wire_rec.result
+    sent = b"\n".join(f.raw for f in r.frames if f.dir == "c2a")
+    received = b"\n".join(f.raw for f in r.frames if f.dir == "a2c")
+    assert set(sx.found_in(sent)) == {"openai_prompt", "db_url_password", "pem_private_key",
+                                      "anthropic_big_frame"}
+    # kimi echoes each prompt in TurnBegin, runs the Shell with the arguments its LLM gave, prints
+    # its environment's token and argv's key, and says its text: all verbatim to the client
+    assert set(sx.found_in(received)) == {
+        "openai_prompt", "db_url_password", "pem_private_key", "anthropic_big_frame",
+        "anthropic_tool_args", "aws_tool_output", "env_token", "openai_argv", "jwt_agent_text"}
+    assert sx.found_in(r.stderr) == ["github_stderr"]
+    big = [f for f in r.frames if f.dir == "c2a" and len(f.raw) > 256 * 1024]
+    assert len(big) == 1 and sx.found_in(big[0].raw) == ["anthropic_big_frame"]
+
+
+def test_acp_client_and_agent_got_the_secrets(acp_rec):
+    r = acp_rec.result
+    assert set(sx.found_in(r.raw_out)) == {"gitlab_prompt", "slack_shell", "bearer_header",
+                                           "header_api_key", "mcp_env_password", "mcp_env_github"}
+    # the Shell command (terminal/create) came from the agent, its output went back to it
+    assert sx.found_in(r.raw_in) == ["slack_shell"]
+    assert r.prompts[0]["requests"][1]["params"]["command"] == sx.ACP_SHELL
+
+
+def test_mcp_client_and_server_got_the_secrets(mcp_rec):
+    r = mcp_rec.result
+    # the server forwarded the question in sampling/createMessage and echoed the action (with
+    # the proxy environment's secret) in its result; its stderr came through
+    assert r.summary["callback_log"][0]["messages"][0]["content"]["text"] == sx.MCP_QUESTION
+    assert r.summary["results"][1]["content"] == [f"confirmed {sx.MCP_ACTION}: True (ok)"]
+    assert sx.found_in(r.stderr_bytes) == ["aws_stderr"]
+
+
+# ---------------------------------------------------------------------------------------------
+# none of them is stored
+
+
+@pytest.mark.parametrize("recs", PROTOCOLS, indirect=True)
+def test_no_secret_in_the_recording_its_blobs_or_any_export(recs):
+    ((protocol, rec),) = recs.items()
+    files = sorted(str(p.relative_to(rec.folder)) for p in rec.folder.rglob("*") if p.is_file())
+    assert {"export.transcript.jsonl", "export.frames.jsonl", "report.html"} <= set(files), files
+    hits = sx.scan(rec.folder)
+    assert hits == {}, f"secrets stored: {_where(hits)}"
+    # the secrets became placeholders (frames kept, not dropped)
+    stored = sx.duckdb_text(rec.db)
+    assert PLACEHOLDER_RE.search(stored), "no placeholder in the recording"
+    rules = [r for (r,) in db_rows(str(rec.db), "SELECT redaction FROM sessions")]
+    assert len(rules) == 1 and rules[0] and "off" not in str(rules[0]), rules
+
+
+def test_the_big_frame_went_to_the_sidecar_redacted(wire_rec):
+    blobs = wire_rec.db.with_name(wire_rec.db.name + ".blobs")
+    assert blobs.exists() and blobs.stat().st_size > 256 * 1024
+    rows = db_rows(str(wire_rec.db), "SELECT direction FROM frames WHERE blob_offset IS NOT NULL")
+    assert sorted(d for (d,) in rows) == ["a2c", "c2a"]  # the prompt and kimi's TurnBegin echo
+    assert sx.found_in(blobs.read_bytes()) == [] and PLACEHOLDER_RE.search(blobs.read_bytes())
+
+
+# ---------------------------------------------------------------------------------------------
+# the redacted recordings replay
+
+
+def test_wire_replays_against_the_unchanged_agent(wire_rec, kimi_exe):
+    sc = sx.WIRE_SCENARIO
+    with KimiRun.create(sc.scripts, session_id=sc.session_id, kimi=kimi_exe) as run:
+        p = cli("wire-replay", wire_rec.db, "--cwd", run.workdir, "--", *sx.wire_agent(run.argv()),
+                env={**run.env(), **sx.WIRE_ENV}, timeout=180)
+    out = p.stdout.decode() + p.stderr.decode()
+    assert p.returncode == 0, out[-4000:]
+
+
+@pytest.mark.parametrize("source", ["db", "transcript"])
+def test_wire_serve_stands_in_for_the_agent(wire_rec, source):
+    rec = wire_rec.db if source == "db" else wire_rec.folder / "export.transcript.jsonl"
+    r = run_client([WIRE_REPLAY, str(rec), "--serve", "--frame-timeout", "10"], sx.WIRE_SCENARIO.plan,
+                   timeout=90)
+    assert r.exit_code == 0, r.stderr.decode()[-4000:]
+    assert r.stderr == b""
+
+
+def test_acp_replays_against_the_unchanged_agent(acp_rec, kimi_exe, http_url):
+    sc = sx.acp_scenario(http_url)
+    with AcpRun.create(sc.scripts, sc.files, kimi=kimi_exe) as run:
+        p = cli("wire-replay", acp_rec.db, "--cwd", run.workdir, "--", *sx.acp_agent(run.argv()),
+                env=run.env(), timeout=180)
+    out = p.stdout.decode() + p.stderr.decode()
+    assert p.returncode == 0, out[-4000:]
+
+
+def test_acp_serve_stands_in_for_the_agent(acp_rec, acp_python, http_url, tmp_path):
+    report = tmp_path / "serve.json"
+    sc = sx.acp_scenario(http_url)
+    result = run_acp_scenario(sc, acp_python=acp_python,
+                              agent=[WIRE_REPLAY, str(acp_rec.db), "--serve", "--report", str(report)])
+    assert result.exit_code == 0, result.client_stderr[-4000:]
+    r = json.loads(report.read_bytes())
+    assert r["ok"], r["divergences"]
+
+
+def test_mcp_replays_against_the_unchanged_server(mcp_rec):
+    server = sx.MCP_SCENARIO.server(None)  # type: ignore[arg-type]  # the demo server needs no run
+    p = cli("wire-replay", "--json", mcp_rec.db, "--", *server, env=sx.env_with(sx.MCP_ENV))
+    assert p.returncode == 0, (p.stdout.decode()[-4000:], p.stderr.decode()[-2000:])
+
+
+def test_mcp_serve_stands_in_for_the_server(mcp_rec, tmp_path):
+    report = tmp_path / "serve.json"
+    served = dataclasses.replace(
+        sx.MCP_SCENARIO,
+        server=lambda run: [WIRE_REPLAY, str(mcp_rec.db), "--serve", "--report", str(report)])
+    result = run_mcp_scenario(served, env=sx.MCP_ENV)
+    assert result.exit_code == 0, result.stderr[-4000:]
+    r = json.loads(report.read_bytes())
+    assert r["ok"], r["divergences"]
