@@ -1,9 +1,35 @@
-"""Text transcripts: a session as one JSON line per frame, reviewable in a diff.
+"""Text transcripts: a session as one JSON line per frame, made to be committed and reviewed.
 
-A frame that is valid UTF-8 JSON on one line is embedded verbatim under "frame", so the exact
-bytes come back by slicing the line (no re-serialisation). Other frames use "text" (UTF-8) or
-"b64". Timing ("t_ms", monotonic, from the session start) comes last so that a diff of two
-recordings lines up on content.
+A frame that is valid UTF-8 JSON on one line is embedded verbatim under "frame" (other frames use
+"text" or "b64"), so a diff of two recordings shows what the peers said differently.
+
+Format 2 (written since wire-recorder 0.1): re-recording an unchanged agent gives the same bytes,
+so what varies from run to run is written in a normalised form and its real value is left out
+(the `.db` keeps it):
+
+- times: none, except `"wait_ms"` on the frames of the protocol's racy methods (Wire cancel and
+  steer, ACP session/cancel, MCP notifications/cancelled): their delay after the agent's previous
+  frame, rounded to 100 ms, which replay keeps because such a frame acts on whatever the agent is
+  doing at that moment. The reader spaces other frames 1 ms apart, so `--speed` only paces the
+  racy frames, and a slow tool longer than `--frame-timeout` needs that option;
+- session id, start and end times, host, proxy and agent pid: left out (the session id of a
+  transcript is its file name);
+- ids that are UUIDs or 32-digit hex strings (request, tool-call, session ids): `${uuid1}`,
+  `${hex1}`, ... numbered in order of first appearance;
+- paths: the scratch folder of the run (the top-level temp folder holding the work dir)
+  `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
+  writer's working directory) `${checkout}`;
+- order: the agent's stderr lines and the end-of-stream events of the two pipes race with stdout;
+  they are written in one block before the agent's exit (the `.db` keeps the real order).
+
+Reading expands the placeholders to stand-in values of the same shape (`${uuid1}` ->
+`00000000-0000-4000-8000-000000000001`, `${scratch}` -> a folder under the temp dir, `${home}`
+and `${checkout}` to the reader's own), which replay maps to the live run like any recorded
+value. A frame that itself contains a placeholder-like `${...}` is kept verbatim and marked
+`"verbatim":true`. Format 1 (real values and `"t_ms"` on every line) is still read.
+
+Any valid JSON formatting of a line is read (spacing, key order); a frame whose bytes cannot be
+sliced out of a re-formatted line is taken as the compact re-serialisation of its value.
 """
 
 from __future__ import annotations
@@ -11,8 +37,11 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os
+import re
+import signal
+import tempfile
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
@@ -21,9 +50,21 @@ from .errors import TranscriptError, UserError
 from .model import SESSION_COLUMNS, Frame, frame_row
 from .store import Store, open_store
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _FRAME_KEY = b',"frame":'
 _T_KEY = b',"t_ms":'
+
+# session fields that differ on every run and say nothing about the conversation
+VOLATILE_SESSION_KEYS = frozenset({"session_id", "started_at", "ended_at", "agent_pid",
+                                   "proxy_pid", "host", "mono_start_ns", "source"})
+_EPOCH = _dt.datetime(2000, 1, 1)
+_LINE_GAP_MS = 1.0  # the reader's spacing of frames without a recorded delay
+_WAIT_QUANTUM_MS = 100
+_UUID_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                      rb"[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Za-z])")
+_HEX_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])")
+_PLACEHOLDER_RE = re.compile(rb"\$\{(uuid[0-9]+|hex[0-9]+|scratch|workdir|home|checkout)\}")
+_PATH_NAMES = ("scratch", "workdir", "home", "checkout")
 
 
 def _jsonable(v):
@@ -32,12 +73,125 @@ def _jsonable(v):
     return v
 
 
-def session_header(session: dict) -> bytes:
-    s = {k: _jsonable(session.get(k)) for k in SESSION_COLUMNS if session.get(k) is not None}
+def find_checkout(start: str | None = None) -> str:
+    """The git top-level holding `start` (default: the working directory), else `start`."""
+    here = os.path.abspath(start or os.getcwd())
+    d = here
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return here
+        d = up
+
+
+def _scratch_of(cwd: str, command: Iterable[str] = ()) -> str | None:
+    """The run's scratch folder: the shortest folder holding the work dir and an absolute path
+    argument of the agent (`-w /tmp/run-x/work --config-file /tmp/run-x/config.toml` ->
+    /tmp/run-x), short of the temp dir itself, HOME and the filesystem root."""
+    too_wide = {"/", os.path.realpath(tempfile.gettempdir()), tempfile.gettempdir(),
+                os.environ.get("HOME") or "/"}
+    best = None
+    for a in list(command)[1:]:
+        a = a.partition("=")[2] if a.startswith("-") else a
+        if not a.startswith("/") or len(a) < 2:
+            continue
+        try:
+            common = os.path.commonpath([cwd, a])
+        except ValueError:
+            continue
+        if common in too_wide or any(w.startswith(common + "/") for w in too_wide if w != "/"):
+            continue
+        if best is None or len(common) < len(best):
+            best = common
+    return best if best != cwd else None
+
+
+def _expansions() -> dict[str, str]:
+    """What the reader puts in place of path placeholders."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    return {"scratch": os.path.join(tempfile.gettempdir(), "wire-recorder-scratch"),
+            "workdir": "/wire-recorder-workdir", "home": home, "checkout": find_checkout()}
+
+
+class Aliases:
+    """Volatile values -> placeholders for one transcript (or several written together, such as a
+    session and the one it reopens, so that a value shared by both gets the same alias)."""
+
+    def __init__(self, cwd: str | None = None, command: Iterable[str] = (),
+                 home: str | None = None, checkout: str | None = None):
+        self.ids: dict[bytes, bytes] = {}
+        self.counts = {"uuid": 0, "hex": 0}
+        self.paths: list[tuple[re.Pattern[bytes], bytes]] = []
+        self.set_paths(cwd, command, home, checkout)
+
+    def set_paths(self, cwd: str | None, command: Iterable[str] = (), home: str | None = None,
+                  checkout: str | None = None) -> None:
+        if home is None:
+            home = os.environ.get("HOME")
+        if checkout is None:
+            checkout = find_checkout()
+        found: dict[str, str] = {}
+        if cwd and os.path.isabs(cwd):
+            scratch = _scratch_of(cwd, command)
+            found["scratch" if scratch else "workdir"] = scratch or cwd
+        if home:
+            found["home"] = home
+        if checkout:
+            found["checkout"] = checkout
+        pairs = [(v.rstrip("/"), k) for k, v in found.items() if len(v.rstrip("/")) > 1]
+        pairs.sort(key=lambda p: -len(p[0]))  # a work dir wins over the HOME that holds it
+        self.paths = [(re.compile(rb"(?<![A-Za-z0-9_.\-])" + re.escape(v.encode()) +
+                                  rb"(?![A-Za-z0-9_.\-])"), b"${" + k.encode() + b"}")
+                      for v, k in pairs]
+
+    def _id(self, kind: str, m: re.Match[bytes]) -> bytes:
+        v = m.group(0)
+        alias = self.ids.get(v)
+        if alias is None:
+            self.counts[kind] += 1
+            alias = self.ids[v] = b"${%s%d}" % (kind.encode(), self.counts[kind])
+        return alias
+
+    def __call__(self, raw: bytes) -> bytes:
+        for rx, ph in self.paths:
+            raw = rx.sub(ph, raw)
+        raw = _UUID_RE.sub(lambda m: self._id("uuid", m), raw)
+        return _HEX_RE.sub(lambda m: self._id("hex", m), raw)
+
+
+def _expand(raw: bytes, paths: dict[str, str]) -> bytes:
+    def one(m: re.Match[bytes]) -> bytes:
+        name = m.group(1).decode()
+        if name.startswith("uuid"):
+            return b"00000000-0000-4000-8000-%012x" % int(name[4:])
+        if name.startswith("hex"):
+            return b"%032x" % int(name[3:])
+        return paths[name].rstrip("/").encode()
+
+    return _PLACEHOLDER_RE.sub(one, raw)
+
+
+def _adapter_racy(protocol: str | None) -> frozenset[str]:
+    from . import protocols
+
+    try:
+        return protocols.get(protocol).racy_methods if protocol else frozenset()
+    except Exception:  # an unknown protocol: no frame is racy
+        return frozenset()
+
+
+def session_header(session: dict, aliases: Aliases | None = None) -> bytes:
+    s = {k: _jsonable(session.get(k)) for k in SESSION_COLUMNS
+         if session.get(k) is not None and k not in VOLATILE_SESSION_KEYS}
     for k in ("command", "tags"):
         if isinstance(s.get(k), str):
             s[k] = orjson.loads(s[k])
-    return orjson.dumps({"wire_transcript": FORMAT_VERSION, "session": s})
+    body = orjson.dumps(s)
+    if aliases is not None:
+        body = aliases(body)
+    return b'{"wire_transcript":%d,"session":' % FORMAT_VERSION + body + b"}"
 
 
 def _embeddable(raw: bytes) -> bool:
@@ -50,126 +204,264 @@ def _embeddable(raw: bytes) -> bool:
     return True
 
 
-def frame_line(f: Frame, mono_start_ns: int) -> bytes:
-    t = b'%.3f' % ((f.mono_ns - mono_start_ns) / 1e6 if f.mono_ns is not None else 0.0)
+def frame_line(f: Frame, aliases: Aliases, wait_ms: int | None = None) -> bytes:
+    """One frame as a format-2 line (volatile values replaced through `aliases`)."""
     nl = b'' if f.newline in (True, None) else b',"nl":false'
+    wait = b'' if wait_ms is None else b',"wait_ms":%d' % wait_ms
     if f.direction == "proxy":
         data = orjson.loads(f.payload) if f.payload else {}
+        if f.method == "spawn" and isinstance(data, dict):
+            data.pop("pid", None)
+        elif f.method == "exit" and isinstance(data, dict):
+            data = _exit_data(data)
         return b'{"dir":"proxy","event":' + orjson.dumps(f.method) + b',"data":' + \
-            orjson.dumps(data) + _T_KEY + t + b'}'
+            aliases(orjson.dumps(data)) + b'}'
     head = b'{"dir":"' + f.direction.encode() + b'"'
-    if f.direction != "stderr" and _embeddable(f.raw):
-        return head + _FRAME_KEY + f.raw + nl + _T_KEY + t + b'}'
+    raw = f.raw or b""
+    verbatim = _PLACEHOLDER_RE.search(raw) is not None
+    mark = b',"verbatim":true' if verbatim else b''
+    sub = (lambda b: b) if verbatim else aliases
+    if f.direction != "stderr" and _embeddable(raw):
+        return head + _FRAME_KEY + sub(raw) + nl + wait + mark + b'}'
     try:
-        body = b',"text":' + orjson.dumps(f.raw.decode("utf-8"))
+        body = b',"text":' + sub(orjson.dumps(raw.decode("utf-8")))
     except UnicodeDecodeError:
-        body = b',"b64":"' + base64.b64encode(f.raw) + b'"'
-    return head + body + nl + _T_KEY + t + b'}'
+        body = b',"b64":"' + base64.b64encode(raw) + b'"'
+    return head + body + nl + wait + mark + b'}'
 
 
-def write_transcript(store: Store, session_id: str, out: IO[bytes]) -> int:
+# the ends of the agent's two pipes: no data, an order that races, and not recorded by a replay
+_LEFT_OUT_EVENTS = frozenset({"agent_stderr_eof", "agent_stdout_eof"})
+
+
+def _exit_data(data: dict) -> dict:
+    """The agent's exit as `{"code": N}` or `{"signal": NAME}`, whichever tool recorded it (the
+    proxy also writes exit_status and signum, a replay a negative code for a signal)."""
+    code, sig = data.get("code"), data.get("signal")
+    if isinstance(code, int) and code < 0:
+        try:
+            sig = signal.Signals(-code).name
+        except ValueError:
+            sig = str(-code)
+    return {"signal": sig} if sig is not None else {"code": code}
+
+
+def _review_order(frames: list[Frame]) -> list[Frame]:
+    """The frames in an order that does not depend on how the agent's stdout and stderr raced:
+    stderr moves, in its own order, to just before the exit."""
+    frames = [f for f in frames if not (f.direction == "proxy" and f.method in _LEFT_OUT_EVENTS)]
+    late = [f for f in frames if f.direction == "stderr"]
+    if not late:
+        return frames
+    rest = [f for f in frames if f.direction != "stderr"]
+    at = next((i for i, f in enumerate(rest) if f.direction == "proxy" and f.method == "exit"),
+              len(rest))
+    return rest[:at] + late + rest[at:]
+
+
+def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None = None) -> bytes:
+    """A session row and its frames (in seq order) as the bytes of a format-2 transcript."""
+    if aliases is None:
+        aliases = Aliases()
+    cwd = session.get("cwd")
+    command = session.get("command")
+    if isinstance(command, str):
+        try:
+            command = orjson.loads(command)
+        except orjson.JSONDecodeError:
+            command = None
+    aliases.set_paths(cwd if isinstance(cwd, str) else None,
+                      [str(a) for a in command] if isinstance(command, list) else ())
+    racy = _adapter_racy(session.get("protocol"))
+    out = [session_header(session, aliases)]
+    last_agent: int | None = None
+    for f in _review_order(list(frames)):
+        wait = None
+        if f.direction == "c2a" and f.method in racy and f.mono_ns is not None:
+            gap = (f.mono_ns - last_agent) / 1e6 if last_agent is not None else 0.0
+            wait = int(round(max(gap, 0.0) / _WAIT_QUANTUM_MS)) * _WAIT_QUANTUM_MS
+        elif f.direction == "a2c" and f.mono_ns is not None:
+            last_agent = f.mono_ns
+        out.append(frame_line(f, aliases, wait))
+    return b"\n".join(out) + b"\n"
+
+
+def write_transcript(store: Store, session_id: str, out: IO[bytes],
+                     aliases: Aliases | None = None) -> int:
     session = store.session(session_id)
-    return write_session(session, store.frames(session["session_id"]), out)
+    return write_session(session, store.frames(session["session_id"]), out, aliases)
 
 
-def write_session(session: dict, frames: list[Frame], out: IO[bytes]) -> int:
-    """A session row and its frames (in seq order) as a transcript; returns the frame count."""
-    start = session.get("mono_start_ns")
-    if start is None:
-        start = frames[0].mono_ns if frames else 0
-    out.write(session_header(session) + b"\n")
-    for f in frames:
-        out.write(frame_line(f, start) + b"\n")
+def write_session(session: dict, frames: list[Frame], out: IO[bytes],
+                  aliases: Aliases | None = None) -> int:
+    """Write a session as a transcript; returns the frame count."""
+    frames = list(frames)
+    out.write(encode_session(session, frames, aliases))
     return len(frames)
 
 
 def export_transcript(db: str, out_path: str, session_id: str | None = None) -> int:
     with open_store(db, read_only=True) as store:
         sid = store.session(session_id)["session_id"]
-        from .paths import open_private  # 0600: a transcript holds what the recording holds
-
-        with open_private(out_path) as out:
+        with open(out_path, "wb") as out:
             return write_transcript(store, sid, out)
 
 
-def _parse_frame_line(line: bytes, lineno: int, path: str) -> tuple[str, bytes, bool, float, dict]:
-    def bad(why: str):
-        raise TranscriptError(f"{path} line {lineno}: {why}",
-                              "fix or remove that line (one JSON object per line)")
+class _Bad(Exception):
+    pass
 
+
+def _value_span(line: bytes, key: bytes, value: Any) -> bytes | None:
+    """The bytes of `key`'s value as they stand in the line, when they can be found."""
+    import json
+
+    text = line.decode("utf-8")
+    dec = json.JSONDecoder()
+    for m in re.finditer(r'"' + re.escape(key.decode()) + r'"\s*:\s*', text):
+        try:
+            v, end = dec.raw_decode(text, m.end())
+        except ValueError:
+            continue
+        if v == value:
+            piece = text[m.end():end].encode("utf-8")
+            if orjson.loads(piece) == value:
+                return piece
+    return None
+
+
+def _frame_bytes(line: bytes, obj: dict, nl: bool) -> bytes:
+    start = line.find(_FRAME_KEY)
+    if start >= 0:  # the layout the writer uses: slice
+        start += len(_FRAME_KEY)
+        for end_key in (b',"nl":false', b',"wait_ms":', b',"verbatim":', _T_KEY, b'}'):
+            end = line.rfind(end_key)
+            if end > start:
+                piece = line[start:end]
+                try:
+                    if orjson.loads(piece) == obj["frame"]:
+                        return piece
+                except orjson.JSONDecodeError:
+                    pass
+    found = _value_span(line, b"frame", obj["frame"])  # re-formatted: find the value
+    if found is not None:
+        return found.strip()
+    return orjson.dumps(obj["frame"])
+
+
+def _parse_frame_line(line: bytes) -> tuple[str, bytes, bool, float | None, float | None, dict]:
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as e:
-        bad(f"not valid JSON ({e})")
+        raise _Bad(f"not valid JSON ({e})") from None
     if not isinstance(obj, dict) or obj.get("dir") not in ("c2a", "a2c", "stderr", "proxy"):
-        bad('not a transcript frame (needs "dir": c2a, a2c, stderr or proxy)')
-    t = obj.get("t_ms", 0.0)
-    if not isinstance(t, (int, float)):
-        bad('"t_ms" is not a number')
+        raise _Bad('not a transcript frame (needs "dir": c2a, a2c, stderr or proxy)')
+    t = obj.get("t_ms")
+    if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool)):
+        raise _Bad('"t_ms" is not a number')
+    wait = obj.get("wait_ms")
+    if wait is not None and (not isinstance(wait, (int, float)) or isinstance(wait, bool)):
+        raise _Bad('"wait_ms" is not a number')
     nl = obj.get("nl", True) is not False
     d = obj["dir"]
     if d == "proxy":
-        return d, b"", True, float(t), obj
+        if not isinstance(obj.get("event"), str):
+            raise _Bad('a proxy line needs "event"')
+        if not isinstance(obj.get("data", {}), dict):
+            raise _Bad('"data" is not an object')
+        return d, b"", True, t, wait, obj
     if "frame" in obj:
-        start = line.find(_FRAME_KEY) + len(_FRAME_KEY)
-        end = line.rfind(b',"nl":false') if not nl else line.rfind(_T_KEY)
-        raw = line[start:end]
-        if orjson.loads(raw) != obj["frame"]:
-            bad("the embedded frame could not be recovered byte for byte")
+        raw = _frame_bytes(line, obj, nl)
     elif "text" in obj and isinstance(obj["text"], str):
         raw = obj["text"].encode("utf-8")
-    elif "b64" in obj:
+    elif "b64" in obj and isinstance(obj["b64"], str):
         try:
             raw = base64.b64decode(obj["b64"], validate=True)
         except ValueError:
-            bad('"b64" is not valid base64')
+            raise _Bad('"b64" is not valid base64') from None
     else:
-        bad('a frame line needs "frame", "text" or "b64"')
-    return d, raw, nl, float(t), obj
+        raise _Bad('a frame line needs "frame", "text" or "b64"')
+    return d, raw, nl, t, wait, obj
+
+
+def _where(path: str, lineno: int) -> str:
+    return f"{path}:{lineno}"
 
 
 def read_transcript(path: str) -> tuple[dict, list[Frame]]:
-    """The session and its frames, exactly as recorded. Raises TranscriptError on bad lines."""
+    """The session and its frames. Raises TranscriptError (`FILE:LINE: what`) on a bad line."""
     try:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
+        with open(path, "rb") as fh:
+            lines = fh.read().split(b"\n")
     except OSError as e:
         raise TranscriptError(f"cannot read {path}: {e.strerror}") from None
     if lines and lines[-1] == b"":
         lines.pop()
-    if not lines:
+    if not any(x.strip() for x in lines):
         raise TranscriptError(f"{path} is empty", "a transcript starts with a session line")
+    first = next(i for i, x in enumerate(lines) if x.strip())
     try:
-        head = orjson.loads(lines[0])
+        head = orjson.loads(lines[first])
     except orjson.JSONDecodeError:
         head = None
-    if not isinstance(head, dict) or "wire_transcript" not in head:
-        raise TranscriptError(f"{path} line 1: not a wire-recorder transcript header",
-                              'it must start with {"wire_transcript":1,"session":{...}}')
-    if head["wire_transcript"] > FORMAT_VERSION:
-        raise TranscriptError(f"{path} uses transcript format {head['wire_transcript']}; this "
+    version = head.get("wire_transcript") if isinstance(head, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise TranscriptError(f"{_where(path, first + 1)}: not a wire-recorder transcript header",
+                              'it must start with {"wire_transcript":2,"session":{...}}')
+    if version > FORMAT_VERSION:
+        raise TranscriptError(f"{_where(path, first + 1)}: transcript format {version}; this "
                               f"wire-recorder reads up to {FORMAT_VERSION}", "upgrade wire-recorder")
-    session = dict(head.get("session") or {})
+    assert isinstance(head, dict)
+    if not isinstance(head.get("session") or {}, dict):
+        raise TranscriptError(f"{_where(path, first + 1)}: \"session\" is not an object")
+    paths = _expansions()
+    session_raw = orjson.dumps(head.get("session") or {})
+    if version >= 2:
+        session_raw = _expand(session_raw, paths)
+    session = orjson.loads(session_raw)
     sid = session.get("session_id") or os.path.splitext(os.path.basename(path))[0]
     session["session_id"] = sid
     started = session.get("started_at")
-    started_dt = _dt.datetime.fromisoformat(started) if isinstance(started, str) else \
-        _dt.datetime(2000, 1, 1)
+    try:
+        started_dt = _dt.datetime.fromisoformat(started) if isinstance(started, str) else _EPOCH
+        if isinstance(session.get("ended_at"), str):
+            session["ended_at"] = _dt.datetime.fromisoformat(session["ended_at"])
+    except ValueError as e:
+        raise TranscriptError(f"{_where(path, first + 1)}: bad time in the header ({e})") from None
     session["started_at"] = started_dt
-    if isinstance(session.get("ended_at"), str):
-        session["ended_at"] = _dt.datetime.fromisoformat(session["ended_at"])
     mono0 = int(session.get("mono_start_ns") or 0)
     session["mono_start_ns"] = mono0
     classify = Classifier(session.get("protocol") or None)
     frames: list[Frame] = []
-    for i, line in enumerate(lines[1:], start=2):
+    t_prev = 0.0
+    t_agent: float | None = None
+    for i, line in enumerate(lines[first + 1:], start=first + 2):
         if not line.strip():
             continue
-        d, raw, nl, t, obj = _parse_frame_line(line, i, path)
-        mono = mono0 + int(round(t * 1e6))
-        ts = started_dt + _dt.timedelta(milliseconds=t)
+        try:
+            d, raw, nl, t, wait, obj = _parse_frame_line(line)
+        except _Bad as e:
+            raise TranscriptError(f"{_where(path, i)}: {e}",
+                                  "fix or remove that line (one JSON object per line)") from None
+        except UnicodeDecodeError:
+            raise TranscriptError(f"{_where(path, i)}: not UTF-8",
+                                  "fix or remove that line (one JSON object per line)") from None
+        if version >= 2:
+            if not obj.get("verbatim"):
+                raw = _expand(raw, paths)
+            t = t_prev + _LINE_GAP_MS if frames else 0.0
+            if wait is not None:
+                t = max(t, (t_agent if t_agent is not None else 0.0) + float(wait))
+        elif t is None:
+            t = 0.0
+        t_prev = float(t)
+        if d == "a2c":
+            t_agent = t_prev
+        mono = mono0 + int(round(t_prev * 1e6))
+        ts = started_dt + _dt.timedelta(milliseconds=t_prev)
         if d == "proxy":
             data = obj.get("data") or {}
+            if version >= 2:
+                data = orjson.loads(_expand(orjson.dumps(data), paths))
             raw = orjson.dumps(dict(data, event=obj.get("event")))
             ex = Extracted("lifecycle", method=obj.get("event"), payload=orjson.dumps(data).decode())
         elif d == "stderr":

@@ -122,15 +122,15 @@ def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[s
     if report:
         rp.write_report(report, result)
     if mode is Mode.UPDATE:
-        from .update import change_summary, write_update
+        from .update import change_summary, update_recording
 
         if result.stopped:
             sys.stdout.write(rp.render_text(result, color=sys.stdout.isatty()))
             sys.stdout.flush()
             say(PROG, f"not updated: the replay stopped early ({result.stopped})")
             return 1
-        path = write_update(result, output)
-        sys.stdout.write(change_summary(result, path))
+        path, written = update_recording(result, output)
+        sys.stdout.write(change_summary(result, path, written=written))
         return 0
     if as_json:
         out.write(rp.render_json(result).decode() + "\n")

@@ -91,7 +91,7 @@ class WireReplay:
         from .driver import ReplayOptions, replay_session
         from .normalize import IgnoreRule
         from .report import render_text
-        from .update import change_summary, write_update
+        from .update import change_summary, update_recording
 
         d = self.defaults
         recording = recording if recording is not None else d.get("recording")
@@ -136,8 +136,8 @@ class WireReplay:
             if result.stopped:
                 pytest.fail("wire_replay: not re-recorded, the replay stopped early\n" +
                             render_text(result), pytrace=False)
-            written = write_update(result)
-            self._note(change_summary(result, written))
+            where, written = update_recording(result)
+            self._note(change_summary(result, where, written=written))
             return result
         if fail and not result.ok:
             pytest.fail(render_text(result), pytrace=False)

@@ -4,6 +4,10 @@ The replay's own view of the run (every frame sent and received, the agent's std
 exit) is written in the recording's format: a `.jsonl` transcript is rewritten (so the change
 shows in a diff of the text file), a `.db` gets the session replaced. The session id and name
 stay, so the new recording replaces the old one.
+
+Nothing is written when nothing beyond volatile fields changed: a transcript is rewritten only
+when its new bytes differ from the file's (format 2 holds no times, pids or run-specific ids and
+paths, so an unchanged agent gives the same bytes), and a `.db` only when the replay diverged.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from wire_recorder.recorder.classify import Classifier, Extracted
 from wire_recorder.recorder.errors import OutputError
 from wire_recorder.recorder.model import Frame, frame_row, wall_ts
 from wire_recorder.recorder.store import open_store
-from wire_recorder.recorder.transcript import frame_line, session_header, store_session
+from wire_recorder.recorder.transcript import encode_session, store_session
 
 from .driver import ReplayResult
 
@@ -63,32 +67,58 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     return session, frames
 
 
-def write_update(result: ReplayResult, output: str | None = None) -> str:
-    """Write the live run as the new recording; returns the path written."""
+def update_recording(result: ReplayResult, output: str | None = None) -> tuple[str, bool]:
+    """Write the live run as the new recording when it differs beyond volatile fields; returns
+    the path and whether it was written."""
     path = output or result.recording.path
     session, frames = live_session(result)
     try:
         if path.endswith(".jsonl"):
+            data = encode_session(session, frames)
+            try:
+                with open(path, "rb") as f:
+                    if f.read() == data:
+                        return path, False
+            except FileNotFoundError:
+                pass
             fd, tmp = tempfile.mkstemp(prefix=".wire-replay-", dir=os.path.dirname(os.path.abspath(path)))
-            with os.fdopen(fd, "wb") as out:
-                out.write(session_header(session) + b"\n")
-                for f in frames:
-                    out.write(frame_line(f, session["mono_start_ns"]) + b"\n")
-            os.replace(tmp, path)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+                if os.path.exists(path):  # keep the file's mode (mkstemp makes it 0600)
+                    os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+                os.replace(tmp, path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
         else:
+            if result.ok and output is None:
+                return path, False
             with open_store(path) as store:
                 store_session(store, session, frames, "wire-replay", replace=True)
     except OSError as e:
         raise OutputError(f"cannot write the updated recording {path}: {e.strerror}") from None
-    return path
+    return path, True
 
 
-def change_summary(result: ReplayResult, path: str, limit: int = 20) -> str:
+def write_update(result: ReplayResult, output: str | None = None) -> str:
+    """Write the live run as the new recording (when it changed); returns the path."""
+    return update_recording(result, output)[0]
+
+
+def change_summary(result: ReplayResult, path: str, limit: int = 20,
+                   written: bool = True) -> str:
     s = result.stats
+    if not written:
+        return (f"unchanged {path} [{result.recording.name}]: {s.get('live_agent_frames', 0)} "
+                f"agent frames, no change beyond volatile fields (ids, times, paths); "
+                f"not rewritten\n")
     head = (f"updated {path} [{result.recording.name}]: {s.get('live_agent_frames', 0)} agent "
             f"frames (was {s.get('recorded_agent_frames', 0)})")
     if result.ok:
-        return head + ", no change beyond volatile fields (ids, times, paths)\n"
+        return head + (", the replay saw no change beyond volatile fields; the file differed "
+                       "in what replay does not compare (format, stderr, ignored fields)\n")
     lines = [head + f", {len(result.divergences)} change(s):"]
     for d in result.divergences[:limit]:
         lines.append(f"  {d.kind}: {d.headline()}")

@@ -13,7 +13,7 @@ from tests.harness.acp import check_acp_chain, run_acp_chain
 from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
 from tests.harness.wire import check_scenario, run_scenario
 from wire_recorder.recorder.store import open_store
-from wire_recorder.recorder.transcript import write_transcript
+from wire_recorder.recorder.transcript import Aliases, write_transcript
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
 
@@ -52,9 +52,12 @@ def record(name: str, db: str, out_dir: Path | None = None,
         if mcp is not None:
             problems = check_mcp_scenario(*mcp, frames=store.frames(session["session_id"]))
         if out_dir is not None:
+            # one alias table for both files, so that the session id the second one reopens has
+            # the same placeholder in each; the main file first, numbered as it alone would be
+            aliases = Aliases()
             with open(out_dir / f"{name}.jsonl", "wb") as f:
-                write_transcript(store, session["session_id"], f)
+                write_transcript(store, session["session_id"], f, aliases)
             if runs == 2:  # the session the last one reopens (ACP session/load)
                 with open(out_dir / f"{name}.origin.jsonl", "wb") as f:
-                    write_transcript(store, sessions[-2]["session_id"], f)
+                    write_transcript(store, sessions[-2]["session_id"], f, aliases)
     return session["session_id"], problems
