@@ -45,14 +45,14 @@ def detect(path: str) -> str:
     try:
         obj = orjson.loads(head)
     except orjson.JSONDecodeError:
-        raise TranscriptError(f"{path} line 1: not JSON",
+        raise TranscriptError(f"{path}:1: not JSON",
                            "expected a wire-recorder transcript or a kimi wire.jsonl") from None
     if isinstance(obj, dict) and "wire_transcript" in obj:
         return "transcript"
     if isinstance(obj, dict) and (obj.get("type") == "metadata" or "message" in obj):
         return "kimi"
-    raise TranscriptError(f"{path} line 1: neither a wire-recorder transcript nor a kimi wire.jsonl",
-                       'a transcript starts with {"wire_transcript":1,...}, a kimi log with '
+    raise TranscriptError(f"{path}:1: neither a wire-recorder transcript nor a kimi wire.jsonl",
+                       'a transcript starts with {"wire_transcript":2,...}, a kimi log with '
                        '{"type": "metadata", ...}')
 
 
@@ -96,10 +96,10 @@ def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, 
             rec = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             cut = "" if lineno < len(lines) or data.endswith(b"\n") else " (the file ends mid-line: truncated?)"
-            raise TranscriptError(f"{path} line {lineno}: not valid JSON{cut}: {e}",
+            raise TranscriptError(f"{path}:{lineno}: not valid JSON{cut}: {e}",
                                "fix or remove that line") from None
         if not isinstance(rec, dict):
-            raise TranscriptError(f"{path} line {lineno}: not a JSON object")
+            raise TranscriptError(f"{path}:{lineno}: not a JSON object")
         if rec.get("type") == "metadata":
             protocol_version = rec.get("protocol_version")
             continue
@@ -107,7 +107,7 @@ def read_kimi_wire_log(path: str, session_id: str | None = None) -> tuple[dict, 
         ts = rec.get("timestamp")
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str) or \
                 not isinstance(ts, (int, float)):
-            raise TranscriptError(f"{path} line {lineno}: not a kimi wire record",
+            raise TranscriptError(f"{path}:{lineno}: not a kimi wire record",
                                'expected {"timestamp": ..., "message": {"type": ..., "payload": ...}}')
         ns = int(round(ts * 1e9))
         if first_ns is None:
@@ -164,17 +164,31 @@ def import_files(paths: list[str], db: str, replace: bool = False,
     UserError naming it; sessions imported before it stay."""
     from .views import store_views
 
-    results = []
-    with open_store(db) as store:
-        # a file analysis writes gets the analysis views stored in it (plain duckdb sees them)
-        store_views(store.con)
-        for path in paths:
-            session, frames = read_any_jsonl(path)
-            source = session.get("source") or "transcript"
-            sid = store_session(store, session, frames, source, replace=replace)
-            results.append({"path": path, "session_id": sid, "frames": len(frames), "source": source})
-            if progress:
-                progress(path, os.path.getsize(path))
+    results: list[dict] = []
+    if not paths:
+        return results
+    # the first file is read before the DB is created, and a DB this call created is removed
+    # again when a later file is bad: a bad input leaves no empty .db behind
+    first = read_any_jsonl(paths[0])
+    created = not os.path.exists(db)
+    try:
+        with open_store(db) as store:
+            # a file analysis writes gets the analysis views stored in it (plain duckdb sees them)
+            store_views(store.con)
+            for i, path in enumerate(paths):
+                session, frames = first if i == 0 else read_any_jsonl(path)
+                source = session.get("source") or "transcript"
+                sid = store_session(store, session, frames, source, replace=replace)
+                results.append({"path": path, "session_id": sid, "frames": len(frames),
+                                "source": source})
+                if progress:
+                    progress(path, os.path.getsize(path))
+    except BaseException:
+        if created:
+            for leftover in (db, db + ".wal", db + ".blobs"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+        raise
     return results
 
 

@@ -314,7 +314,7 @@ def test_bad_inputs(recorded, tmp_path):
     lines = tr.read_bytes().split(b"\n")
     lines[3] = lines[3][:25]
     tr.write_bytes(b"\n".join(lines))
-    _one_line_failure(run_cli("wire-import", str(tr), "--db", str(tmp_path / "t.db")), "line 4")
+    _one_line_failure(run_cli("wire-import", str(tr), "--db", str(tmp_path / "t.db")), "t.jsonl:4:")
     _one_line_failure(run_cli("wire-show", good, "--session", "nope"), "no session matching")
 
 

@@ -69,7 +69,7 @@ def test_transcript_with_garbage_lines(tmp_path):
     lines.insert(3, "this is not a frame {")
     bad = tmp_path / "garbage.jsonl"
     bad.write_text("\n".join(lines) + "\n")
-    assert_one_line_error(run_cli([bad, "--", "true"]), 2, "line 4", "not valid JSON")
+    assert_one_line_error(run_cli([bad, "--", "true"]), 2, "garbage.jsonl:4:", "not valid JSON")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert_one_line_error(run_cli([empty, "--", "true"]), 2, "is empty")
