@@ -14,8 +14,9 @@ so what varies from run to run is written in a normalised form and its real valu
   racy frames, and a slow tool longer than `--frame-timeout` needs that option;
 - session id, start and end times, host, proxy and agent pid: left out (the session id of a
   transcript is its file name);
-- ids that are UUIDs or 32-digit hex strings (request, tool-call, session ids): `${uuid1}`,
-  `${hex1}`, ... numbered in order of first appearance;
+- ids that are UUIDs, 32-digit hex strings, or whole JSON strings of 12 to 40 hex digits with a
+  letter (request, tool-call, session, hook ids): `${uuid1}`, `${hex1}`, ... numbered in order
+  of first appearance;
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
   writer's working directory) `${checkout}`;
@@ -62,8 +63,12 @@ _LINE_GAP_MS = 1.0  # the reader's spacing of frames without a recorded delay
 _WAIT_QUANTUM_MS = 100
 _UUID_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                       rb"[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Za-z])")
-_HEX_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])")
-_PLACEHOLDER_RE = re.compile(rb"\$\{(uuid[0-9]+|hex[0-9]+|scratch|workdir|home|checkout)\}")
+# 32 hex digits anywhere (uuid4().hex), or a whole JSON string of 12 to 40 hex digits with a
+# letter in it (kimi's hook request ids are 12)
+_HEX_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])|"
+                     rb'(?<=")(?=[0-9]*[a-f])[0-9a-f]{12,40}(?=\\?")')
+_PLACEHOLDER_RE = re.compile(
+    rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|scratch|workdir|home|checkout)\}")
 _PATH_NAMES = ("scratch", "workdir", "home", "checkout")
 
 
@@ -151,7 +156,10 @@ class Aliases:
         alias = self.ids.get(v)
         if alias is None:
             self.counts[kind] += 1
-            alias = self.ids[v] = b"${%s%d}" % (kind.encode(), self.counts[kind])
+            alias = b"${%s%d" % (kind.encode(), self.counts[kind])
+            if kind == "hex" and len(v) != 32:  # the length, so that it reads back in shape
+                alias += b"_%d" % len(v)
+            alias = self.ids[v] = alias + b"}"
         return alias
 
     def __call__(self, raw: bytes) -> bytes:
@@ -167,7 +175,10 @@ def _expand(raw: bytes, paths: dict[str, str]) -> bytes:
         if name.startswith("uuid"):
             return b"00000000-0000-4000-8000-%012x" % int(name[4:])
         if name.startswith("hex"):
-            return b"%032x" % int(name[3:])
+            n, _, width = name[3:].partition("_")
+            if not width:
+                return b"%032x" % int(n)
+            return b"f%0*x" % (int(width) - 1, int(n))  # a letter, so that it is an id again
         return paths[name].rstrip("/").encode()
 
     return _PLACEHOLDER_RE.sub(one, raw)
