@@ -25,7 +25,7 @@ from wire_recorder.recorder.errors import (
     SchemaTooNew,
     UserError,
 )
-from wire_recorder.recorder.model import COLUMNS
+from wire_recorder.recorder.model import COLUMNS, SESSIONS
 from wire_recorder.recorder.store import (
     ADDED_COLUMNS,
     FRAMES_DDL,
@@ -132,6 +132,9 @@ def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(SESSIONS_DDL.replace("sessions", "mem_sessions", 1).replace("IF NOT EXISTS ", ""))
     for col, (_, sql_type) in ADDED_COLUMNS.items():
         con.execute(f"ALTER TABLE mem_frames ADD COLUMN {col} {sql_type}")
+    for c in SESSIONS.columns:  # in table order, so that INSERT ... VALUES lines up
+        if c.since > 1:
+            con.execute(f"ALTER TABLE mem_sessions ADD COLUMN {c.name} {c.sql_type}")
     con.execute("ALTER TABLE mem_sessions ADD COLUMN source_file VARCHAR")
 
 

@@ -56,7 +56,7 @@ def writable_dir(path: str) -> str | None:
     """Create the folder for a DB if needed; None when that is impossible here."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        make_private_dirs(folder)  # every folder made on the way, not only the last (makedirs)
     except OSError:
         return None
     return folder if os.access(folder, os.W_OK | os.X_OK) else None

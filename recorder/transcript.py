@@ -314,7 +314,9 @@ def write_session(session: dict, frames: list[Frame], out: IO[bytes],
 def export_transcript(db: str, out_path: str, session_id: str | None = None) -> int:
     with open_store(db, read_only=True) as store:
         sid = store.session(session_id)["session_id"]
-        with open(out_path, "wb") as out:
+        from .paths import open_private  # 0600: a transcript holds what the recording holds
+
+        with open_private(out_path) as out:
             return write_transcript(store, sid, out)
 
 
