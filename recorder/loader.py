@@ -19,6 +19,7 @@ from .classify import Classifier, Extracted
 from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
+from .redact import Redactor
 from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
 from .store import DBLocked, Store, open_store
 
@@ -102,6 +103,10 @@ class Ingest:
         self.agent_pid = None
         self.ended = False
         self.last_wall_ns = meta.get("started_wall_ns")
+        # Secrets are replaced in what is stored, before classification, so raw, payload, the
+        # sidecar and the session's own values all hold the same placeholders.
+        self.redactor = Redactor.from_config(meta.get("cwd"), enabled=meta.get("redact", True))
+        self.redact = self.redactor.redact_bytes if self.redactor.enabled else None
 
     # -- rows ---------------------------------------------------------------------------------
     def _row(self, mono: int, wall: int, direction: str, raw: bytes, newline: bool,
@@ -120,6 +125,8 @@ class Ingest:
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
         direction = STREAM_NAMES[stream]
+        if self.redact is not None:
+            raw = self.redact(raw)
         if stream == STDERR:
             ex = Extracted("stderr")
         else:
@@ -162,6 +169,8 @@ class Ingest:
             parts.append(data[start:])
 
     def event(self, payload: bytes, mono: int, wall: int) -> None:
+        if self.redact is not None:
+            payload = self.redact(payload)  # `spawn` holds the agent's argv and cwd
         try:
             ev = orjson.loads(payload)
         except orjson.JSONDecodeError:
@@ -224,16 +233,18 @@ class Ingest:
     # -- session row ----------------------------------------------------------------------------
     def session_values(self, end_reason: str | None) -> dict:
         m = self.meta
+        r = self.redactor
         values = {
             "session_id": self.sid,
-            "name": m.get("name"),
+            "name": r.redact_text(m["name"]) if m.get("name") else m.get("name"),
             "started_at": wall_ts(m["started_wall_ns"]),
-            "command": orjson.dumps(m.get("command") or []).decode(),
-            "cwd": m.get("cwd"),
+            "command": orjson.dumps([r.redact_text(str(a)) for a in m.get("command") or []])
+            .decode(),
+            "cwd": r.redact_text(m["cwd"]) if m.get("cwd") else m.get("cwd"),
             "protocol": self.classifier.protocol or m.get("protocol"),
             "protocol_version": self.classifier.version,
             "proxy_version": m.get("proxy_version"),
-            "tags": orjson.dumps(m.get("tags") or {}).decode(),
+            "tags": orjson.dumps(r.redact_json(m.get("tags") or {})).decode(),
             "source": "proxy",
             "host": m.get("host"),
             "proxy_pid": m.get("proxy_pid"),
@@ -242,6 +253,7 @@ class Ingest:
             "frame_count": self.frame_count,
             "lost_frames": self.lost_frames,
             "lost_bytes": self.lost_bytes,
+            "redaction": r.describe(),
         }
         if m.get("db_note"):
             values["db_note"] = m["db_note"]
@@ -341,6 +353,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         if first is None:  # _open_for returns with the store open; another writer took it since
             raise DBLocked(f"{db} is in use by another process")
         ing = Ingest(handle, meta, resume_after=first.max_seq(sid))
+        for note in ing.redactor.notes:
+            _say(f"session {sid}: {note}")
         first.upsert_session(ing.session_values(None))
         stop = {"flag": False}
         if follow:

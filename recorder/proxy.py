@@ -35,6 +35,7 @@ class ProxyOptions:
     tags: dict[str, str] = field(default_factory=dict)
     protocol: str | None = None
     record: bool = True
+    redact: bool = True  # the loader redacts the stored copy (docs/design.md, "Redaction")
     quiet: bool = False
     loader_wait_s: float = 30.0
     max_pending: int | None = None
@@ -131,6 +132,7 @@ def run_proxy(opts: ProxyOptions) -> int:
         "proxy_pid": os.getpid(),
         "host": socket.gethostname(),
         "quiet": opts.quiet,  # the loader's notes (protocol anomalies) follow -q too
+        "redact": opts.redact,
     }
     with _signals_for_main_thread_only():
         writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)

@@ -25,6 +25,8 @@ options:
   --tag KEY=VALUE    tag the session (repeatable)
   --protocol NAME    {protocols} (default: detected from the first frames that tell)
   --no-record        relay only
+  --no-redact        store frames as they are: no secrets replaced by placeholders
+                     (redaction of the stored copy is on by default; relayed bytes never change)
   --wait SECONDS     at exit, wait this long for the recording to be saved (default 30)
   -q, --quiet        no notes on stderr (problems are still reported)
   --version          print the version
@@ -83,6 +85,8 @@ def parse_args(argv: list[str]):
             opts.quiet = True
         elif arg == "--no-record":
             opts.record = False
+        elif arg == "--no-redact":
+            opts.redact = False
         elif arg in ("-h", "--help"):
             return "help"
         elif arg == "--version":

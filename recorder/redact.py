@@ -72,12 +72,16 @@ _ASSIGNMENT = (
     rb"(?i:\b(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + rb"))\b[\"']?[ \t]*[:=][ \t]*"
     rb"(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&]{8,})"
 )
-# Cheap first look: a frame none of these occur in is stored as it is, without any other work.
-_TRIGGERS = (
-    rb"sk-|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|glpat-|xox[bpoas]-|eyJ|PRIVATE KEY|://"
-    rb"|(?i:bearer|basic|passw|secret|token|api.?key|authoriz|cookie)"
+# The first look, on the lowered frame: a frame where none of these occur (and no secret env
+# value, no `ASIA`, no `@` with `://`) is stored as it is, without any other work. Each branch
+# starts at a letter that is rare in JSON text and looks back for the rest: Python's re then skips
+# most positions in C, 1.5 us for a 220-byte frame where a plain alternation took 30 us.
+_PREFILTER = re.compile(
+    rb"k(?:ey(?![a-z0-9_])|(?<=tok)en(?![a-z0-9_])|(?<=cook)ie|-(?:(?<=[^a-z0-9_-]sk-)|(?<=^sk-))|ia(?<=akia))"
+    rb"|w(?<=passw)|z(?:(?<=authoriz)|(?<=aiz)a)|c(?<=sec)ret(?![a-z0-9])"
+    rb"|b(?:earer|asic)[ \t]|v(?<=\"env)\"|h(?<=\")eaders\""
+    rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)"
 )
-_JSON_TRIGGERS = rb"\"(?:env|headers)\"|(?i:passw|secret|token|api.?key|authoriz|cookie)"
 
 SECRET_KEYS = frozenset(
     {
@@ -147,6 +151,8 @@ class Redactor:
         self._key = key or secrets.token_bytes(32)
         self._cache: dict[bytes, bytes] = {}
         self._found: list[bytes] = []
+        self._extra: list[bytes] = []
+        self._literal_list: list[bytes] = []
         self.rules: list[str] = []
         if not enabled:
             return
@@ -181,15 +187,9 @@ class Redactor:
             byte_rules.append(re.compile(b"|".join(re.escape(a) for a in alts)))
         self._user_rules = [re.compile(p.encode("utf-8")) for p in patterns or []]
         self._rules = byte_rules
-        trig = _TRIGGERS
-        if literals:
-            trig += b"|" + b"|".join(re.escape(a) for a in sorted(literals, key=len, reverse=True))
-        self._trigger = re.compile(trig)
-        self._json_trigger = re.compile(
-            _JSON_TRIGGERS
-            + b"".join(b"|" + re.escape(k.encode()) for k in keys or [])
-            + (b"|" + b"|".join(re.escape(a) for a in literals) if literals else b"")
-        )
+        self._fast = not self._user_rules and not self._paths
+        self._extra = [k.lower().encode() for k in keys or []]
+        self._literal_list = sorted(literals, key=len, reverse=True)
         if patterns:
             self.rules.append(f"config:patterns({len(patterns)})")
         if json_paths:
@@ -293,10 +293,21 @@ class Redactor:
         m0 = m.start(0)
         return s[m0:start] + self.placeholder(bytes(secret)) + s[end : m.end(0)]
 
-    def _byte_rules(self, raw: bytes) -> bytes:
+    def _may_match(self, raw: bytes) -> bool:
+        """False when no built-in rule, secret env value or config key can match raw."""
+        low = raw.lower()
+        if _PREFILTER.search(low) is not None:
+            return True
+        if b"ASIA" in raw or (b"@" in raw and b"://" in raw):
+            return True
+        if self._extra and any(k in low for k in self._extra):
+            return True
+        return bool(self._literal_list) and any(v in raw for v in self._literal_list)
+
+    def _byte_rules(self, raw: bytes, checked: bool = False) -> bytes:
         out = raw
         self._found = []
-        if self._trigger.search(raw) is not None:
+        if checked or self._may_match(raw):
             for rx in self._rules:
                 out = rx.sub(self._sub, out)
         for rx in self._user_rules:
@@ -312,10 +323,11 @@ class Redactor:
         matched."""
         if not self.enabled or not raw:
             return raw
-        out = self._byte_rules(raw)
-        if len(raw) > HUGE_FRAME:
-            return out
-        if not self._paths and self._json_trigger.search(out) is None:
+        may = self._may_match(raw)
+        if self._fast and not may:
+            return raw  # the hot path: most frames hold nothing any rule looks for
+        out = self._byte_rules(raw, checked=may) if may else self._byte_rules(raw)
+        if len(raw) > HUGE_FRAME or not (may or self._paths):
             return out
         first = out.lstrip()[:1]
         if first not in (b"{", b"["):
