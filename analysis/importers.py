@@ -11,6 +11,7 @@ The turn status is then inferred (see docs/analysis.md).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from wire_recorder.recorder.classify import classify
 from wire_recorder.recorder.errors import TranscriptError
 from wire_recorder.recorder.model import Frame, frame_row
 from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
+from wire_recorder.recorder.redact import Redactor
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript, store_session
 
@@ -142,6 +144,41 @@ def read_any_jsonl(path: str) -> tuple[dict, list[Frame]]:
     return read_kimi_wire_log(path)
 
 
+def redact_session(session: dict, frames: list[Frame],
+                   redactor: Redactor) -> tuple[dict, list[Frame]]:
+    """The session as a recording made through wire-proxy would store it: secrets in frames
+    (raw and payload) and in the session's argv, cwd, name and tags replaced by placeholders
+    (recorder.redact), and `redaction` saying which rules ran. Placeholders already there stay."""
+    session = dict(session)
+    session["redaction"] = redactor.describe()
+    if not redactor.enabled:
+        return session, frames
+    for k in ("name", "cwd"):
+        if isinstance(session.get(k), str):
+            session[k] = redactor.redact_text(session[k])
+    cmd = session.get("command")
+    if isinstance(cmd, str):
+        try:
+            cmd = orjson.loads(cmd)
+        except orjson.JSONDecodeError:
+            cmd = None
+    if isinstance(cmd, list):
+        session["command"] = [redactor.redact_text(str(a)) for a in cmd]
+    tags = session.get("tags")
+    if isinstance(tags, dict):
+        session["tags"] = redactor.redact_json(tags)
+    out = []
+    for f in frames:
+        raw = f.raw
+        new_raw = redactor.redact_bytes(raw) if raw is not None else raw
+        payload = redactor.redact_text(f.payload) if f.payload else f.payload
+        if new_raw is not raw or payload is not f.payload:
+            byte_len = len(new_raw) if new_raw is not None else f.byte_len
+            f = dataclasses.replace(f, raw=new_raw, payload=payload, byte_len=byte_len)
+        out.append(f)
+    return session, out
+
+
 def expand_import_inputs(specs: list[str]) -> list[str]:
     """Files, globs and folders (a kimi session folder, a kimi sessions tree, a folder of
     transcripts) to a list of .jsonl files. Subagent logs are skipped: their events are already
@@ -159,9 +196,12 @@ def expand_import_inputs(specs: list[str]) -> list[str]:
 
 
 def import_files(paths: list[str], db: str, replace: bool = False,
-                 progress: Callable[[str, int], None] | None = None) -> list[dict]:
+                 progress: Callable[[str, int], None] | None = None,
+                 redact: bool = True) -> list[dict]:
     """Import each file into db (one session per file). Stops at the first bad file with a
-    UserError naming it; sessions imported before it stay."""
+    UserError naming it; sessions imported before it stay. What is stored is redacted like a
+    proxy recording (one Redactor, so one set of placeholders, per file) unless `redact` is
+    False."""
     from .views import store_views
 
     results: list[dict] = []
@@ -177,6 +217,9 @@ def import_files(paths: list[str], db: str, replace: bool = False,
             store_views(store.con)
             for i, path in enumerate(paths):
                 session, frames = first if i == 0 else read_any_jsonl(path)
+                session, frames = redact_session(
+                    session, frames, Redactor.from_config(os.path.dirname(os.path.abspath(path)),
+                                                          enabled=redact))
                 source = session.get("source") or "transcript"
                 sid = store_session(store, session, frames, source, replace=replace)
                 results.append({"path": path, "session_id": sid, "frames": len(frames),
@@ -197,4 +240,5 @@ def import_bytes_total(paths: Iterable[str]) -> int:
 
 
 __all__ = ["read_kimi_wire_log", "read_any_jsonl", "import_files", "expand_import_inputs",
+           "redact_session",
            "detect", "TranscriptError", "KIMI_SOURCE"]

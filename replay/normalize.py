@@ -7,6 +7,10 @@ Two layers, both documented in docs/replay.md:
   protocol adapter adds (`Adapter.value_patterns`: Wire's kimi background-task ids), and the
   run's own scratch paths and session id (taken from the agent command, with the adapter's
   `session_flags` and `path_flags`, and the cwd of each side), replaced by placeholders;
+  redaction placeholders (`REDACTED:<hex>`, recorder.redact) become one constant `<redacted>`,
+  and each side's frames first go through the recorder's redaction rules (built-in, the project
+  config of the current directory, secret-looking variables of this environment), so a
+  recording made with redaction compares equal to a live run that sent or echoed the secrets;
 * ignore rules `[SELECTOR:]PATH` (defaults below, more with `--ignore`): the value at PATH is
   replaced by "<ignored>" in frames that SELECTOR picks (a Wire type such as ApprovalRequest, a
   JSON-RPC method, `response`/`error`, or none = every frame). PATH is dotted; `*` is any one key
@@ -27,6 +31,7 @@ import orjson
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.protocols.base import Adapter
+from wire_recorder.recorder.redact import PLACEHOLDER_RE, Redactor
 
 from .recording import Msg
 
@@ -81,6 +86,8 @@ VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
     ("uuid", rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", b"<uuid>"),
     ("hex32", rb"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])", b"<hex>"),
     ("timestamp", rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", b"<time>"),
+    # placeholders differ per recording (a per-recording key): all of them are one value here
+    ("redacted", PLACEHOLDER_RE.pattern, b"<redacted>"),
 )
 
 
@@ -153,8 +160,12 @@ class Normalizer:
 
     def __init__(self, rules: Iterable[IgnoreRule] = DEFAULT_IGNORE,
                  values: Sequence[tuple[bytes, bytes]] = (),
-                 adapter: Adapter = DEFAULT_ADAPTER):
+                 adapter: Adapter = DEFAULT_ADAPTER,
+                 redactor: Redactor | None = None):
         self.rules = tuple(rules)
+        # The same rules on both sides: a live secret becomes a placeholder like the recorded one
+        # (and a recording made with --no-redact is compared the same way).
+        self.redactor = redactor if redactor is not None else _shared_redactor()
         self.values = tuple(values)
         patterns = value_patterns(adapter)
         # one regex pass per frame: the environment literals (longest first) then the patterns
@@ -170,7 +181,7 @@ class Normalizer:
         return self._placeholders[(m.lastindex or 1) - 1]  # every alternative is a group
 
     def text(self, raw: bytes) -> bytes:
-        return self._pattern.sub(self._sub, raw)
+        return self._pattern.sub(self._sub, self.redactor.redact_bytes(raw))
 
     def _rules_for(self, m: Msg) -> list[IgnoreRule]:
         get = self._by_selector.get
@@ -203,6 +214,11 @@ class Normalizer:
         if "method" in v:
             return m.adapter.payload(m.method, v.get("params"))
         return v.get("result", v.get("error"))
+
+
+@functools.cache
+def _shared_redactor() -> Redactor:
+    return Redactor.from_config(os.getcwd())
 
 
 def _blank(node: Any, path: tuple[str, ...], i: int) -> Any:

@@ -1,0 +1,260 @@
+"""Redaction on capture (recorder/redact.py): each rule, stable placeholders, the project config,
+frames without secrets left byte-identical, huge and non-UTF-8 frames; and a real `kimi --wire`
+session through wire-proxy whose stored copy holds no secret while the client got them all, and
+whose recording replays green against the unchanged kimi."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from wire_recorder.recorder.config import ConfigError
+from wire_recorder.recorder.redact import HUGE_FRAME, PLACEHOLDER_RE, Redactor
+
+SK = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+SECRETS = {
+    "openai": SK,
+    "anthropic": "sk-ant-api03-" + "x" * 40,
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "google": "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
+    "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "github_pat": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnop",
+    "gitlab": "glpat-" + "abcdefghij0123456789",
+    "slack": "xoxb-" + "1234567890-abcdefghij",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r",
+}
+
+
+def R(**kw) -> Redactor:
+    return Redactor.from_config("/", env=kw.pop("env", {}), **kw)
+
+
+def frame(params: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "prompt", "params": params},
+                      separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("name", list(SECRETS))
+def test_each_token_shape_is_replaced_in_json_and_in_text(name):
+    r = R()
+    secret = SECRETS[name].encode()
+    for raw in (frame({"user_input": f"use {SECRETS[name]} now"}),
+                b"stderr: using " + secret + b" \xff\xfe", secret):
+        out = r.redact_bytes(raw)
+        assert secret not in out, (name, out)
+        assert PLACEHOLDER_RE.search(out)
+        assert r.redact_bytes(out) == out  # a placeholder is never redacted again
+
+
+def test_context_rules_bearer_url_password_assignment_pem():
+    r = R()
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+    cases = {
+        "Authorization: Bearer abcdefghijk123": "abcdefghijk123",
+        "postgres://admin:hunter2pw@db.local/x": "hunter2pw",
+        "export PASSWORD=correcthorse9": "correcthorse9",
+        'api_key: "zzzzyyyyxxxx"': "zzzzyyyyxxxx",
+        pem: "MIIEpAIBAAKCAQEA7",
+    }
+    for text, secret in cases.items():
+        for raw in (text.encode(), frame({"user_input": text})):
+            out = r.redact_bytes(raw)
+            assert secret.encode() not in out, (text, out)
+    assert r.redact_text("postgres://admin:pw12@h/x").startswith("postgres://admin:REDACTED:")
+
+
+def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
+    r = R()
+    msg = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {
+        "cwd": "/w",
+        "deep": [{"apiKey": "k1"}, {"X-Api-Key": "k2", "Client_Secret": "k3", "passwd": "k4",
+                                    "set-cookie": "k5", "token": "k6", "tokens": 5}],
+        "mcpServers": [
+            {"name": "s", "command": "/bin/s", "args": [], "env": [{"name": "DB", "value": "e1"}]},
+            {"type": "http", "name": "h", "url": "http://h/",
+             "headers": [{"name": "X-Trace", "value": "h1"}]},
+            {"name": "m", "command": "x", "env": {"ANY": "e2"}},
+        ]}}
+    raw = json.dumps(msg).encode()
+    out = r.redact_bytes(raw)
+    got = json.loads(out)
+    deep = got["params"]["deep"]
+    for v in (deep[0]["apiKey"], deep[1]["X-Api-Key"], deep[1]["Client_Secret"],
+              deep[1]["passwd"], deep[1]["set-cookie"], deep[1]["token"]):
+        assert PLACEHOLDER_RE.fullmatch(v.encode()), v
+    assert deep[1]["tokens"] == 5
+    servers = got["params"]["mcpServers"]
+    assert servers[0]["env"][0]["name"] == "DB"  # names stay, values go
+    assert PLACEHOLDER_RE.fullmatch(servers[0]["env"][0]["value"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[1]["headers"][0]["value"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[2]["env"]["ANY"].encode())
+    assert got["params"]["cwd"] == "/w" and got["id"] == 2
+
+
+def test_secret_looking_env_values_are_replaced_wherever_they_appear():
+    env = {"MY_SERVICE_TOKEN": "svc-0123456789", "DB_PASSWORD": "pa$$\"word99",
+           "FEATURE_KEY": "true", "HOME": "/home/u", "LONG_SECRET": "s" * 12}
+    r = R(env=env)
+    assert "env:MY_SERVICE_TOKEN" in r.rules and "env:DB_PASSWORD" in r.rules
+    assert not any("FEATURE_KEY" in x or "HOME" in x for x in r.rules)  # short / not secret
+    raw = frame({"user_input": "svc-0123456789 and " + env["DB_PASSWORD"] + " true /home/u"})
+    out = r.redact_bytes(raw)
+    assert b"svc-0123456789" not in out and b"word99" not in out
+    assert b" true /home/u" in out
+    assert r.redact_bytes(b"stderr svc-0123456789") != b"stderr svc-0123456789"
+
+
+def test_placeholders_are_stable_within_a_recording_and_differ_across():
+    r1, r2 = R(), R()
+    a = r1.redact_text(f"x {SK} y {SK}")
+    ph = PLACEHOLDER_RE.findall(a.encode())
+    assert len(ph) == 2 and ph[0] == ph[1]
+    assert r1.redact_text(SK) == ph[0].decode()
+    assert r2.redact_text(SK) != r1.redact_text(SK)
+    assert all(c not in ph[0] for c in b'"\\<>&\'') and ph[0].isascii()
+
+
+def test_frames_without_secrets_are_left_byte_identical():
+    r = R(env={"MY_SERVICE_TOKEN": "svc-0123456789"})
+    samples = Path(__file__).parent.parent / "tests" / "data" / "wire_frames_real.jsonl"
+    frames = [json.loads(ln)["frame"].encode() for ln in samples.read_text().splitlines()]
+    frames += [b'{"a" :  1 ,"token_usage":{"input_tokens":3}}', b"", b"\xff\xfe not utf-8",
+               b'{"env": {}, "headers": []}']
+    for raw in frames:
+        assert r.redact_bytes(raw) is raw
+    # formatting is kept when a secret is replaced in place
+    raw = b'{ "password" :  "hunter22hunter", "n": 1.50 }'
+    assert r.redact_bytes(raw).replace(b"hunter22hunter", b"") != raw
+    assert r.redact_bytes(raw).startswith(b'{ "password" :  "REDACTED:')
+    assert r.redact_bytes(raw).endswith(b'", "n": 1.50 }')
+
+
+def test_nested_json_invalid_json_and_huge_frames():
+    r = R(env={"MY_SERVICE_TOKEN": "svc-0123456789"})
+    nested = {"a": [{"b": {"c": [{"secret": "abc", "text": SK}]}}]}
+    out = r.redact_json(nested)
+    assert out["a"][0]["b"]["c"][0]["secret"].startswith("REDACTED:")
+    assert SK not in json.dumps(out)
+    assert nested["a"][0]["b"]["c"][0]["secret"] == "abc"  # the input is not changed
+    bad = b'{"jsonrpc":"2.0", "params": {"password": "zzzzzzzzzz", '  # cut short
+    assert b"zzzzzzzzzz" not in r.redact_bytes(bad)
+    huge = b'{"x":"' + b"a" * (HUGE_FRAME + 10) + b" " + SK.encode() + b' svc-0123456789",' \
+        b'"password":"short"}'
+    out = r.redact_bytes(huge)
+    assert SK.encode() not in out and b"svc-0123456789" not in out
+    assert b'"password":"short"' in out  # not parsed: only the byte rules run on huge frames
+
+
+def test_off_changes_nothing():
+    r = Redactor.from_config("/", env={}, enabled=False)
+    assert r.describe() == "off" and r.rules == []
+    raw = frame({"user_input": SK})
+    assert r.redact_bytes(raw) is raw and r.redact_text(SK) == SK
+
+
+def test_project_config_rules(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.wire-recorder.redact]\n'
+        'patterns = ["ACME-[0-9]{6}", "pin=(?P<secret>[0-9]{4})"]\n'
+        'json_paths = ["params.meta.*.hidden"]\n'
+        'keys = ["sessionKey"]\n'
+        'env = ["ACME_ID"]\n')
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    r = Redactor.from_config(str(sub), env={"ACME_ID": "acme-42"})
+    assert r.config_path == str(tmp_path / "pyproject.toml")
+    assert {"config:patterns(2)", "config:json_paths(1)", "config:keys(1)", "config:env(1)",
+            "env:ACME_ID"} <= set(r.rules)
+    raw = frame({"user_input": "ACME-123456 pin=9876 acme-42",
+                 "meta": {"x": {"hidden": "h1", "shown": "s1"}}, "sessionKey": "k"})
+    got = json.loads(r.redact_bytes(raw))
+    p = got["params"]
+    assert "ACME-123456" not in p["user_input"] and "9876" not in p["user_input"]
+    assert "pin=REDACTED:" in p["user_input"] and "acme-42" not in p["user_input"]
+    assert p["meta"]["x"]["hidden"].startswith("REDACTED:") and p["meta"]["x"]["shown"] == "s1"
+    assert p["sessionKey"].startswith("REDACTED:")
+    assert json.loads(r.describe())["config"] == str(tmp_path / "pyproject.toml")
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('[redact]\nbogus = ["x"]\n', "redact.bogus: unknown key"),
+    ('[redact]\npatterns = "x"\n', "redact.patterns: must be a list"),
+    ('[redact]\npatterns = ["("]\n', "redact.patterns: '('"),
+    ("[redact\n", "not valid TOML"),
+])
+def test_a_bad_config_is_one_line_naming_file_and_key_and_falls_back(tmp_path, text, needle):
+    cfg = tmp_path / "wire-recorder.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        Redactor.from_config(str(tmp_path), env={}, strict=True)
+    assert str(cfg) in e.value.one_line() and needle in e.value.one_line()
+    assert "\n" not in e.value.one_line()
+    r = Redactor.from_config(str(tmp_path), env={})  # the loader's way: built-ins + a note
+    assert "token-shapes" in r.rules and not any(x.startswith("config:") for x in r.rules)
+    assert needle in json.loads(r.describe())["notes"][0]
+    assert SK.encode() not in r.redact_bytes(SK.encode())
+
+
+# -- the real kimi through wire-proxy ----------------------------------------------------------
+
+TOKEN = "svc-tok-" + "9f8e7d6c5b4a3210"
+
+
+def test_real_kimi_session_is_stored_redacted_relayed_unchanged_and_replays_green(
+        tmp_path, kimi_exe):
+    from sample_sessions.scenarios import SCENARIOS
+    from tests.harness.proxy import WIRE_PROXY
+    from tests.harness.replay import Agent, run_cli
+    from tests.harness.scripted_client import Prompt
+    from tests.harness.wire import run_scenario
+    from wire_recorder.recorder.store import open_store
+
+    db = tmp_path / "secret.db"
+    sc = SCENARIOS["approve_shell"]
+    sc = dataclasses.replace(sc, plan=dataclasses.replace(
+        sc.plan, prompts=[Prompt(f"Run echo hello, key {SK}, token {TOKEN}")]))
+    result = run_scenario(sc, [WIRE_PROXY, "-q", "--db", str(db), "--name", "s", "--"],
+                          kimi=kimi_exe, env={"MY_SERVICE_TOKEN": TOKEN})
+    received = b"\n".join(f.raw for f in result.received())
+    sent = b"\n".join(f.raw for f in result.sent())
+    # the client sent both and got both back (kimi echoes the prompt in TurnBegin), unchanged
+    assert SK.encode() in sent and TOKEN.encode() in sent
+    assert SK.encode() in received and TOKEN.encode() in received
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("secret.db"))
+    assert SK.encode() not in data and TOKEN.encode() not in data
+    assert not list(tmp_path.glob("*.spool"))  # the spool is gone once the session is stored
+    with open_store(str(db), read_only=True) as store:
+        (session,) = store.sessions()
+        frames = store.frames(session["session_id"])
+    rules = json.loads(session["redaction"])["rules"]
+    assert "env:MY_SERVICE_TOKEN" in rules and "token-shapes" in rules
+    prompt = next(f for f in frames if f.method == "prompt")
+    assert b"REDACTED:" in prompt.raw and "REDACTED:" in (prompt.payload or "")
+
+    with Agent("approve_shell") as agent:
+        p = run_cli([db, *agent.cli_args()], env={"MY_SERVICE_TOKEN": TOKEN})
+    assert p.returncode == 0, p.stdout.decode() + p.stderr.decode()
+
+
+def test_no_redact_stores_the_secret_and_says_off(tmp_path, kimi_exe):
+    from sample_sessions.scenarios import SCENARIOS
+    from tests.harness.proxy import WIRE_PROXY
+    from tests.harness.scripted_client import Prompt
+    from tests.harness.wire import run_scenario
+    from wire_recorder.recorder.store import open_store
+
+    db = tmp_path / "plain.db"
+    sc = SCENARIOS["approve_shell"]
+    sc = dataclasses.replace(sc, plan=dataclasses.replace(
+        sc.plan, prompts=[Prompt(f"Run echo hello, key {SK}")]))
+    run_scenario(sc, [WIRE_PROXY, "-q", "--no-redact", "--db", str(db), "--"], kimi=kimi_exe)
+    with open_store(str(db), read_only=True) as store:
+        (session,) = store.sessions()
+        frames = store.frames(session["session_id"])
+    assert session["redaction"] == "off"
+    assert any(SK.encode() in (f.raw or b"") for f in frames)
+    assert os.path.exists(db)
