@@ -8,7 +8,8 @@ where they are. So a new file is built next to the old one (through `open_store`
 the current schema and DuckDB 1.4's storage format), synced to the disk, and renamed over the
 old one; the sidecar likewise, with the new offsets. Both are their owner's only (0600).
 
-A file a recording loader holds is refused (DBLocked): its session is still being written.
+A file a recording loader holds, or with a spool beside it, is refused (DBLocked): its session
+is still being written, or waits for `wire-proxy recover`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from wire_recorder.recorder.errors import NotARecording, OutputError
+from wire_recorder.recorder.errors import DBLocked, NotARecording, OutputError
 from wire_recorder.recorder.model import SESSION_COLUMNS, Frame
 from wire_recorder.recorder.paths import open_private
 from wire_recorder.recorder.store import Store, blobs_path, is_duckdb_file, open_store
@@ -212,6 +213,7 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
     sidecar) by a new one that holds only the redacted bytes."""
     rw = _Rewriter(redactor, placeholder_re)
     result = FileChanges(path, "db")
+    _refuse_live(path)
     # A read-only open is refused while a loader writes the file (DBLocked), and keeps writers
     # out until the new file has replaced it.
     src = open_store(path, read_only=True)
@@ -253,6 +255,19 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
     finally:
         os.umask(old_umask)
         src.close()
+
+
+def _refuse_live(path: str) -> None:
+    """A spool beside the file is a session still being recorded (its loader lets go of the DB
+    while the session is quiet) or one a killed proxy left: its frames would be added to the
+    new file unredacted."""
+    import glob
+
+    spools = sorted(glob.glob(glob.escape(path) + ".*.spool"))
+    if spools:
+        raise DBLocked(f"{path} has a recording in progress or not yet recovered "
+                       f"({os.path.basename(spools[0])})",
+                       f"wait for it to end, or run wire-proxy recover {path} first")
 
 
 def _new_store(tmp: str) -> Store:

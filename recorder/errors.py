@@ -4,7 +4,7 @@ The CLI edge (recorder.edge) turns any of them into one line on stderr, `PROG: m
 and the kind's exit code; never a traceback. Library callers catch `UserError` (or a kind).
 
 Exit codes of every command (wire-proxy, wire-replay, wire-show, wire-stats, wire-query,
-wire-import, wire-export, wire-check):
+wire-import, wire-export, wire-check, wire-redact):
 
 | code | kind | when |
 |---|---|---|

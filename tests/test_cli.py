@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "sample_sessions" / "approve_shell.jsonl")
 
 COMMANDS = ["wire-proxy", "wire-replay", "wire-show", "wire-stats", "wire-query", "wire-import",
-            "wire-export", "wire-check"]
+            "wire-export", "wire-check", "wire-redact"]
 
 # a file that is not there, as each command takes it
 MISSING = {
@@ -31,6 +31,7 @@ MISSING = {
     "wire-import": ["{missing}.jsonl", "--db", "{missing}.db"],
     "wire-export": ["{missing}.db"],
     "wire-check": ["{missing}.db"],
+    "wire-redact": ["{missing}.db"],
 }
 
 

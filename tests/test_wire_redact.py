@@ -189,6 +189,18 @@ def test_a_file_being_recorded_is_refused(tmp_path):
     assert "in use by another process" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_a_file_with_a_spool_beside_it_is_refused(tmp_path):
+    db = tmp_path / "r.db"
+    db.write_bytes((DATA / "schema3.db").read_bytes())
+    spool = tmp_path / "r.db.0123abcd.spool"
+    spool.write_bytes(b"")
+    before = db.read_bytes()
+    p = cli("wire-redact", db)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "recover" in p.stderr and spool.name in p.stderr
+    assert db.read_bytes() == before
+
+
 def test_bad_inputs_are_one_line_each_and_the_others_are_done(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_bytes((Path(__file__).parents[1] / "sample_sessions" / "question.jsonl").read_bytes())
