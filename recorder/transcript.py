@@ -36,6 +36,7 @@ sliced out of a re-formatted line is taken as the compact re-serialisation of it
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as _dt
 import os
 import re
@@ -257,11 +258,57 @@ def _exit_data(data: dict) -> dict:
     return {"signal": sig} if sig is not None else {"code": code}
 
 
-def _review_order(frames: list[Frame]) -> list[Frame]:
-    """The frames in an order that does not depend on how the agent's stdout and stderr raced:
-    stderr moves, in its own order, to just before the exit."""
+def _stderr_lines(chunks: list[Frame]) -> list[Frame]:
+    """The agent's stderr as one frame per line (without its newline), however it was read: the
+    proxy stores a line per frame, a replay the chunks a read returned."""
+    if not chunks:
+        return []
+    data = b"".join((f.raw or b"") + (b"\n" if f.newline in (True, None) else b"")
+                    for f in chunks)
+    pieces = data.split(b"\n")
+    last = pieces.pop()  # after the final newline: empty, or an unterminated last line
+    like = chunks[0]
+    out = [dataclasses.replace(like, raw=p, newline=True) for p in pieces]
+    if last:
+        out.append(dataclasses.replace(like, raw=last, newline=False))
+    return out
+
+
+# Wire: kimi sends the StatusUpdate (token usage) of a step from another task than the step's
+# other frames, so it lands anywhere between the step's last frames and the next step: on either
+# side of the client's answer to an approval or tool call, before or after the ToolResult
+# (measured on kimi 1.51.0). It is written just before the next of these.
+_FLOATING = {"wire": ("StatusUpdate", frozenset({"StepBegin", "StepInterrupted", "TurnBegin",
+                                                 "TurnEnd"}))}
+
+
+def _settle_floating(frames: list[Frame], protocol: str | None) -> list[Frame]:
+    rule = _FLOATING.get(protocol or "")
+    if rule is None:
+        return frames
+    floating, anchors = rule
+    out: list[Frame] = []
+    waiting: list[Frame] = []
+    for f in frames:
+        if f.direction == "a2c" and f.kind == "notification" and f.msg_type == floating:
+            waiting.append(f)
+            continue
+        if waiting and (f.direction == "proxy" or
+                        (f.direction == "a2c" and (f.msg_type in anchors or f.kind != "notification"
+                                                   and f.kind != "request"))):
+            out.extend(waiting)
+            waiting = []
+        out.append(f)
+    return out + waiting
+
+
+def _review_order(frames: list[Frame], protocol: str | None = None) -> list[Frame]:
+    """The frames in an order that does not depend on how the agent's stdout and stderr raced
+    (stderr moves, in its own order, to just before the exit), nor on the agent's own races
+    (`_FLOATING`)."""
     frames = [f for f in frames if not (f.direction == "proxy" and f.method in _LEFT_OUT_EVENTS)]
-    late = [f for f in frames if f.direction == "stderr"]
+    frames = _settle_floating(frames, protocol)
+    late = _stderr_lines([f for f in frames if f.direction == "stderr"])
     if not late:
         return frames
     rest = [f for f in frames if f.direction != "stderr"]
@@ -286,7 +333,7 @@ def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None =
     racy = _adapter_racy(session.get("protocol"))
     out = [session_header(session, aliases)]
     last_agent: int | None = None
-    for f in _review_order(list(frames)):
+    for f in _review_order(list(frames), session.get("protocol")):
         wait = None
         if f.direction == "c2a" and f.method in racy and f.mono_ns is not None:
             gap = (f.mono_ns - last_agent) / 1e6 if last_agent is not None else 0.0

@@ -42,8 +42,11 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
             ex, raw = Extracted("stderr"), lf.raw
         else:
             ex, raw = classify(lf.raw, lf.direction), lf.raw
+        # a stderr chunk is the bytes a read returned, its newlines included (the proxy stores
+        # a line per frame with the newline left off); the transcript writer splits it in lines
+        nl = False if lf.direction == "stderr" else lf.newline
         frames.append(Frame(*frame_row(sid, len(frames) + 1, wall_ts(lf.wall_ns), lf.mono_ns,
-                                       lf.direction, raw, lf.newline, ex)))
+                                       lf.direction, raw, nl, ex)))
     session = {k: v for k, v in rec.session.items() if v is not None}
     start = ordered[0] if ordered else None
     session.update(
