@@ -12,16 +12,20 @@ so what varies from run to run is written in a normalised form and its real valu
   frame, rounded to 100 ms, which replay keeps because such a frame acts on whatever the agent is
   doing at that moment. The reader spaces other frames 1 ms apart, so `--speed` only paces the
   racy frames, and a slow tool longer than `--frame-timeout` needs that option;
-- session id, start and end times, host, proxy and agent pid: left out (the session id of a
-  transcript is its file name);
+- session id, start and end times, host, proxy and agent pid, source: left out (the session id
+  of a transcript is its file name);
 - ids that are UUIDs, 32-digit hex strings, or whole JSON strings of 12 to 40 hex digits with a
   letter (request, tool-call, session, hook ids): `${uuid1}`, `${hex1}`, ... numbered in order
   of first appearance;
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
   writer's working directory) `${checkout}`;
-- order: the agent's stderr lines and the end-of-stream events of the two pipes race with stdout;
-  they are written in one block before the agent's exit (the `.db` keeps the real order).
+- the spawn event's pid: left out; the exit event: `{"code": N}` or `{"signal": NAME}`;
+- order and chunking: the agent's stderr races with its stdout and is read in chunks that vary;
+  it is written a line per frame, in one block before the agent's exit. The end-of-stream events
+  of the two pipes race with each other and are left out. Kimi's Wire StatusUpdate races with
+  the other frames of its step and is written before the next step or turn boundary
+  (`_FLOATING`). The `.db` keeps the real order.
 
 Reading expands the placeholders to stand-in values of the same shape (`${uuid1}` ->
 `00000000-0000-4000-8000-000000000001`, `${scratch}` -> a folder under the temp dir, `${home}`
