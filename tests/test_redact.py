@@ -258,3 +258,32 @@ def test_no_redact_stores_the_secret_and_says_off(tmp_path, kimi_exe):
     assert session["redaction"] == "off"
     assert any(SK.encode() in (f.raw or b"") for f in frames)
     assert os.path.exists(db)
+
+
+def test_recover_stores_a_left_spool_redacted_and_removes_it(tmp_path, monkeypatch):
+    """A spool left by a killed proxy (no end marker) holds raw bytes; `recover` loads it
+    redacted (stderr, a frame over 256 KiB in the sidecar, argv included) and deletes it."""
+    from wire_recorder.recorder.recover import recover
+    from wire_recorder.recorder.spool import A2C, C2A, STDERR, SpoolWriter
+    from wire_recorder.recorder.store import open_store
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    db = str(tmp_path / "r.db")
+    spool = f"{db}.t1.spool"
+    writer = SpoolWriter(spool, {"session_id": "t1", "started_wall_ns": 1, "db": db,
+                                 "cwd": str(tmp_path), "command": ["agent", "--key", SK]})
+    writer.put(C2A, frame({"user_input": f"hi {SK}"}) + b"\n")
+    writer.put(A2C, b'{"jsonrpc":"2.0","id":1,"result":{"text":"' + b"x" * (300 << 10)
+               + TOKEN.encode() + b'"}}\n')
+    writer.put(STDERR, b"debug: token=" + TOKEN.encode() + b"\n")
+    writer.close()
+    assert SK.encode() in Path(spool).read_bytes()
+    (summary,) = recover(spool)
+    assert summary["session_id"] == "t1" and not os.path.exists(spool)
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert SK.encode() not in data and TOKEN.encode() not in data
+    with open_store(db, read_only=True) as store:
+        (session,) = store.sessions()
+        frames = store.frames("t1")
+    assert "REDACTED:" in session["command"] and SK not in session["command"]
+    assert len(frames) == 3 and any(f.blob_offset is not None for f in frames)
