@@ -153,9 +153,7 @@ def test_wire_redact_removes_the_secrets_bytes(recorded, kimi_exe, tmp_path):
             code, report = cli_json([*args, "--", *run.argv()])
         finally:
             run.cleanup()
-        if not report["ok"] and all("REDACTED:" in str(d) for d in report["divergences"]):
-            # the agent's own text holds the secret; the recording its placeholder
-            pytest.xfail("wire-replay does not match a placeholder with the secret yet")
+        # the agent's own text holds the secret, the recording its placeholder: replay masks it
         assert code == 0 and report["ok"], (path.name, report["divergences"][:3])
 
 
