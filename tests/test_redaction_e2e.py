@@ -73,17 +73,22 @@ def http_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def wire_rec(tmp_path_factory, kimi_exe) -> Recorded:
-    folder = tmp_path_factory.mktemp("wire-rec")
+def record_wire(folder: Path, kimi_exe: Path, *proxy_options: str) -> Recorded:
     db = folder / "wire.db"
     sc = sx.WIRE_SCENARIO
+    prefix = proxy(db, sc.name)
+    prefix[1:1] = proxy_options
     # the proxy's own environment holds WR_DEPLOY_TOKEN; sh writes the stderr line, env puts
     # FAKE_API_KEY into the agent's argv, then kimi's argv follows
-    result = run_scenario(sc, [*proxy(db, sc.name), *sx.wire_agent([])], kimi=kimi_exe, env=sx.WIRE_ENV)
+    result = run_scenario(sc, [*prefix, *sx.wire_agent([])], kimi=kimi_exe, env=sx.WIRE_ENV)
     assert check_scenario(sc, result) == []
     export_everything(folder, db)
     return Recorded(folder, db, result)
+
+
+@pytest.fixture(scope="module")
+def wire_rec(tmp_path_factory, kimi_exe) -> Recorded:
+    return record_wire(tmp_path_factory.mktemp("wire-rec"), kimi_exe)
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +150,17 @@ def test_the_scan_finds_every_secret_in_a_recording_made_with_no_redact(tmp_path
     assert p.returncode == 0 and p.stdout == frames, p.stderr.decode()
     found = {n for names in sx.scan(tmp_path).values() for n in names}
     assert found == set(sx.SECRETS), set(sx.SECRETS) - found
+
+
+def test_without_redaction_the_recording_and_every_export_would_hold_them(tmp_path, kimi_exe):
+    """The same Wire session recorded with `--no-redact`: the scan finds every one of its
+    secrets, and some in each file, so an empty scan of a redacted recording means something."""
+    rec = record_wire(tmp_path, kimi_exe, "--no-redact")
+    hits = sx.scan(tmp_path)
+    assert {n for names in hits.values() for n in names} == set(sx.WIRE), _where(hits)
+    files = {f.split(" ")[0].split("/")[0] for f in hits}
+    assert {rec.db.name, rec.db.name + ".blobs", "export.transcript.jsonl", "export.frames.jsonl",
+            "parquet", "report.html"} <= files, _where(hits)
 
 
 # ---------------------------------------------------------------------------------------------
