@@ -45,7 +45,7 @@ from _common import (  # noqa: E402
 from bench_proxy import Report, git_rev, print_table, size_name  # noqa: E402
 
 CONFIGS = {
-    "quick": {"frames": {200: 60_000, 2048: 12_000}, "reps": 3},
+    "quick": {"frames": {200: 60_000, 2048: 8_000}, "reps": 3},
     "full": {"frames": {200: 200_000, 2048: 40_000}, "reps": 5},
 }
 MAX_RELAY_MOVE = 0.10  # redaction may move the relay's ratio to cat by at most this much

@@ -210,6 +210,7 @@ def test_no_secret_in_the_recording_its_blobs_or_any_export(recs):
     ((protocol, rec),) = recs.items()
     files = sorted(str(p.relative_to(rec.folder)) for p in rec.folder.rglob("*") if p.is_file())
     assert {"export.transcript.jsonl", "export.frames.jsonl", "report.html"} <= set(files), files
+    assert not [f for f in files if f.endswith(".spool")], files  # raw bytes only until stored
     hits = sx.scan(rec.folder)
     assert hits == {}, f"secrets stored: {_where(hits)}"
     # the secrets became placeholders (frames kept, not dropped)
