@@ -27,9 +27,10 @@ Rules (names as recorded in `sessions.redaction`):
 
 A frame that parses as JSON is redacted JSON-aware (strings inside; the frame's bytes stay
 byte-identical when nothing matched, and only the secrets' bytes change when something did). A
-frame that does not parse (invalid JSON or UTF-8, a stderr line) and every frame over
-`HUGE_FRAME` bytes (never parsed, to keep the loader fast) get the byte rules only: token shapes,
-bearer, url-password, secret-assignments, env values and config patterns.
+frame that does not parse (invalid JSON or UTF-8, a stderr line) gets the byte rules: token
+shapes, bearer, url-password, secret-assignments, env values and config patterns. A frame over
+`HUGE_FRAME` bytes is never parsed and gets only the rules that scan fast (token shapes, env
+values, config patterns), to keep the loader's rate.
 """
 
 from __future__ import annotations
@@ -48,18 +49,22 @@ PLACEHOLDER_RE: re.Pattern[bytes] = re.compile(rb"REDACTED:[0-9a-f]{12}")
 PLACEHOLDER_TEXT_RE: re.Pattern[str] = re.compile(r"REDACTED:[0-9a-f]{12}")
 HUGE_FRAME = 1 << 20  # bytes; larger frames are not parsed as JSON
 
-# Whole match is the secret unless the pattern has a group named `secret`.
+# Whole match is the secret. Each starts with a literal, so Python's re finds candidates with its
+# fast literal search (one alternation with look-behinds took 130 ns a byte); the left boundary
+# (no token character before the match) is checked in the replacement instead.
 _TOKEN_SHAPES = [
-    rb"(?<![A-Za-z0-9_-])sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}",
-    rb"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])",
-    rb"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}",
-    rb"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}",
-    rb"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}",
-    rb"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}",
-    rb"(?<![A-Za-z0-9_-])xox[bpoas]-[A-Za-z0-9-]{10,}",
-    rb"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----",
+    rb"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}",
+    rb"AKIA[0-9A-Z]{16}(?![0-9A-Z])",
+    rb"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
+    rb"AIza[0-9A-Za-z_-]{35}",
+    rb"gh[pousr]_[A-Za-z0-9]{30,}",
+    rb"github_pat_[A-Za-z0-9_]{22,}",
+    rb"glpat-[A-Za-z0-9_-]{20,}",
+    rb"xox[bpoas]-[A-Za-z0-9-]{10,}",
+    rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
 ]
+_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_PEM = rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----"
 _BEARER = rb"(?i:\b(?:bearer|basic))[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 _URL_PASSWORD = (
     rb"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^/\s:@\"'<>\\]{1,256}:(?P<secret>[^/\s@\"'<>\\]{1,256})@"
@@ -150,7 +155,6 @@ class Redactor:
         self.notes: list[str] = list(notes or [])
         self._key = key or secrets.token_bytes(32)
         self._cache: dict[bytes, bytes] = {}
-        self._found: list[bytes] = []
         self._extra: list[bytes] = []
         self._literal_list: list[bytes] = []
         self.rules: list[str] = []
@@ -176,17 +180,14 @@ class Redactor:
             literals.setdefault(esc, raw)
             self.rules.append(f"env:{name}")
         self._literals = literals
-        byte_rules: list[re.Pattern[bytes]] = [
-            re.compile(b"|".join(_TOKEN_SHAPES), re.S),
-            re.compile(_BEARER),
-            re.compile(_URL_PASSWORD),
-            re.compile(_ASSIGNMENT),
-        ]
+        # (regex, bounded: no token character may come right before the match)
+        shapes = [(re.compile(p), True) for p in _TOKEN_SHAPES] + [(re.compile(_PEM, re.S), False)]
         if literals:
             alts = sorted(literals, key=len, reverse=True)
-            byte_rules.append(re.compile(b"|".join(re.escape(a) for a in alts)))
+            shapes.append((re.compile(b"|".join(re.escape(a) for a in alts)), False))
+        self._shapes = shapes  # the rules that also run on frames over HUGE_FRAME
+        self._context = [re.compile(_BEARER), re.compile(_URL_PASSWORD), re.compile(_ASSIGNMENT)]
         self._user_rules = [re.compile(p.encode("utf-8")) for p in patterns or []]
-        self._rules = byte_rules
         self._fast = not self._user_rules and not self._paths
         self._extra = [k.lower().encode() for k in keys or []]
         self._literal_list = sorted(literals, key=len, reverse=True)
@@ -279,19 +280,25 @@ class Redactor:
 
     # ------------------------------------------------------------------ bytes
 
-    def _sub(self, m: re.Match[bytes]) -> bytes:
-        g = "secret" if "secret" in m.re.groupindex else 0
-        start, end = m.span(g)
-        if start < 0:
-            return m.group(0)
-        s = m.string
-        if s.startswith(PLACEHOLDER_PREFIX, start):
-            return m.group(0)
-        secret = self._literals.get(s[start:end], s[start:end]) if self._literals else s[start:end]
-        if g and end - start >= MIN_ENV_VALUE:
-            self._found.append(s[start:end])
-        m0 = m.start(0)
-        return s[m0:start] + self.placeholder(bytes(secret)) + s[end : m.end(0)]
+    def _subber(self, found: list[bytes], bounded: bool = False) -> Callable[[re.Match[bytes]], bytes]:
+        literals = self._literals
+
+        def sub(m: re.Match[bytes]) -> bytes:
+            g = "secret" if "secret" in m.re.groupindex else 0
+            start, end = m.span(g)
+            s = m.string
+            if start < 0 or s.startswith(PLACEHOLDER_PREFIX, start):
+                return m.group(0)
+            if bounded and start > 0 and s[start - 1] in _TOKEN_CHARS:
+                return m.group(0)
+            value = s[start:end]
+            secret = literals.get(value, value) if literals else value
+            if g and end - start >= MIN_ENV_VALUE:
+                found.append(value)
+            m0 = m.start(0)
+            return s[m0:start] + self.placeholder(bytes(secret)) + s[end : m.end(0)]
+
+        return sub
 
     def _may_match(self, raw: bytes) -> bool:
         """False when no built-in rule, secret env value or config key can match raw."""
@@ -306,15 +313,21 @@ class Redactor:
 
     def _byte_rules(self, raw: bytes, checked: bool = False) -> bytes:
         out = raw
-        self._found = []
+        found: list[bytes] = []
         if checked or self._may_match(raw):
-            for rx in self._rules:
-                out = rx.sub(self._sub, out)
-        for rx in self._user_rules:
-            out = rx.sub(self._sub, out)
+            plain, bounded = self._subber(found), self._subber(found, bounded=True)
+            for rx, b in self._shapes:
+                out = rx.sub(bounded if b else plain, out)
+            if len(raw) <= HUGE_FRAME:  # these scan slowly: not over megabytes
+                for rx in self._context:
+                    out = rx.sub(plain, out)
+        if self._user_rules:
+            plain = self._subber(found)
+            for rx in self._user_rules:
+                out = rx.sub(plain, out)
         # A secret found by its context (after `Bearer `, `password=`, ...) is a secret in
         # the rest of the frame too.
-        for secret in sorted(set(self._found), key=len, reverse=True):
+        for secret in sorted(set(found), key=len, reverse=True):
             out = out.replace(secret, self.placeholder(secret))
         return raw if out == raw else out
 
