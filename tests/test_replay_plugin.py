@@ -63,7 +63,7 @@ def test_record_mode_all_rerecords_against_the_current_agent(pytester, tmp_path)
     res.assert_outcomes(passed=1)
     assert f"updated {target}" in res.stdout.str()
     header = json.loads(target.read_text().splitlines()[0])
-    assert header["session"]["source"] == "wire-replay"
+    assert header["wire_transcript"] == 2  # format 2: no source, times or pids to churn
     assert header["session"]["command"][1:] == [str(SAMPLES / "approve_shell.jsonl"), "--serve"]
 
 
