@@ -415,8 +415,8 @@ def _frame_bytes(line: bytes, obj: dict, nl: bool) -> bytes:
 def _parse_frame_line(line: bytes) -> tuple[str, bytes, bool, float | None, float | None, dict]:
     try:
         obj = orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        raise _Bad(f"not valid JSON ({e})") from None
+    except orjson.JSONDecodeError as e:  # its "line 1" would be the line's own
+        raise _Bad(f"not valid JSON at column {e.colno}: {e.msg}") from None
     if not isinstance(obj, dict) or obj.get("dir") not in ("c2a", "a2c", "stderr", "proxy"):
         raise _Bad('not a transcript frame (needs "dir": c2a, a2c, stderr or proxy)')
     t = obj.get("t_ms")
