@@ -180,8 +180,11 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
                 version = max([1] + [v for c, (v, _) in ADDED_COLUMNS.items() if c in have])
                 frame_parts.append(f"SELECT {frame_select(version)} "
                                    f"FROM {src}")
-                session_parts.append(
-                    f"SELECT {scols}, {_sql_str(path)} AS source_file FROM read_parquet({sglob}, hive_partitioning = false, union_by_name = true)")
+                ssrc = f"read_parquet({sglob}, hive_partitioning = false, union_by_name = true)"
+                shave = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {ssrc}").fetchall()}
+                sel = ", ".join(c.name if c.name in shave else f"NULL::{c.sql_type} AS {c.name}"
+                                for c in SESSIONS.columns)
+                session_parts.append(f"SELECT {sel}, {_sql_str(path)} AS source_file FROM {ssrc}")
                 continue
             if path.endswith(".jsonl"):
                 if not have_memory:
@@ -192,7 +195,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             alias = f"rec{i}"
             version = attach_db(con, path, alias)
             frame_parts.append(f"SELECT {frame_select(version)} FROM {alias}.frames")
-            session_parts.append(f"SELECT {scols}, {_sql_str(path)} AS source_file FROM {alias}.sessions")
+            # older files lack the session columns added since (schema 4: redaction)
+            session_parts.append(f"SELECT {SESSIONS.select_list(version)}, {_sql_str(path)} "
+                                 f"AS source_file FROM {alias}.sessions")
         if have_memory:
             frame_parts.append(f"SELECT {cols} FROM mem_frames")
             session_parts.append(f"SELECT {scols}, source_file FROM mem_sessions")
