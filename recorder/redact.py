@@ -75,7 +75,8 @@ _SECRET_WORDS = (
 )
 _ASSIGNMENT = (
     rb"(?i:\b(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + rb"))\b[\"']?[ \t]*[:=][ \t]*"
-    rb"(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&]{8,})"
+    # possessive, and not followed by a bracket: `token = get_token()` is code, not a secret
+    rb"(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&()\[\]{}<>]{8,}+)(?![(\[{<])"
 )
 # The first look, on the lowered frame: a frame where none of these occur (and no secret env
 # value, no `ASIA`, no `@` with `://`) is stored as it is, without any other work. Each branch

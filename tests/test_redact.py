@@ -65,6 +65,8 @@ def test_context_rules_bearer_url_password_assignment_pem():
             out = r.redact_bytes(raw)
             assert secret.encode() not in out, (text, out)
     assert r.redact_text("postgres://admin:pw12@h/x").startswith("postgres://admin:REDACTED:")
+    for code in ("token = get_token()", 'api_key = os.environ["X"]', "password: short"):
+        assert r.redact_text(code) == code  # code and short values are not secrets
 
 
 def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
