@@ -16,7 +16,7 @@ so what varies from run to run is written in a normalised form and its real valu
   of a transcript is its file name);
 - ids that are UUIDs, 32-digit hex strings, or whole JSON strings of 12 to 40 hex digits with a
   letter (request, tool-call, session, hook ids): `${uuid1}`, `${hex1}`, ... numbered in order
-  of first appearance;
+  of first appearance; MCP 2026 `requestState` tokens: `${token1}`, ...;
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
   writer's working directory) `${checkout}`;
@@ -72,8 +72,10 @@ _UUID_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-
 # letter in it (kimi's hook request ids are 12)
 _HEX_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])|"
                      rb'(?<=")(?=[0-9]*[a-f])[0-9a-f]{12,40}(?=\\?")')
+# opaque tokens a peer hands out and gets back, new on every run (MCP 2026 requestState)
+_TOKEN_RE = re.compile(rb'(?<="requestState":")[^"\\]+(?=")')
 _PLACEHOLDER_RE = re.compile(
-    rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|scratch|workdir|home|checkout)\}")
+    rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|token[0-9]+|scratch|workdir|home|checkout)\}")
 _PATH_NAMES = ("scratch", "workdir", "home", "checkout")
 
 
@@ -132,7 +134,7 @@ class Aliases:
     def __init__(self, cwd: str | None = None, command: Iterable[str] = (),
                  home: str | None = None, checkout: str | None = None):
         self.ids: dict[bytes, bytes] = {}
-        self.counts = {"uuid": 0, "hex": 0}
+        self.counts = {"uuid": 0, "hex": 0, "token": 0}
         self.paths: list[tuple[re.Pattern[bytes], bytes]] = []
         self.set_paths(cwd, command, home, checkout)
 
@@ -170,6 +172,7 @@ class Aliases:
     def __call__(self, raw: bytes) -> bytes:
         for rx, ph in self.paths:
             raw = rx.sub(ph, raw)
+        raw = _TOKEN_RE.sub(lambda m: self._id("token", m), raw)
         raw = _UUID_RE.sub(lambda m: self._id("uuid", m), raw)
         return _HEX_RE.sub(lambda m: self._id("hex", m), raw)
 
@@ -179,6 +182,8 @@ def _expand(raw: bytes, paths: dict[str, str]) -> bytes:
         name = m.group(1).decode()
         if name.startswith("uuid"):
             return b"00000000-0000-4000-8000-%012x" % int(name[4:])
+        if name.startswith("token"):
+            return b"wire-recorder-token-%d" % int(name[5:])
         if name.startswith("hex"):
             n, _, width = name[3:].partition("_")
             if not width:
