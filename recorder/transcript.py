@@ -16,7 +16,8 @@ so what varies from run to run is written in a normalised form and its real valu
   of a transcript is its file name);
 - ids that are UUIDs, 32-digit hex strings, or whole JSON strings of 12 to 40 hex digits with a
   letter (request, tool-call, session, hook ids): `${uuid1}`, `${hex1}`, ... numbered in order
-  of first appearance; MCP 2026 `requestState` tokens: `${token1}`, ...;
+  of first appearance; MCP 2026 `requestState` tokens: `${token1}`, ...; redaction
+  placeholders, keyed per recording: renumbered in place (`REDACTED:000000000001`, ...);
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
   writer's working directory) `${checkout}`;
@@ -72,6 +73,8 @@ _UUID_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-
 # letter in it (kimi's hook request ids are 12)
 _HEX_RE = re.compile(rb"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])|"
                      rb'(?<=")(?=[0-9]*[a-f])[0-9a-f]{12,40}(?=\\?")')
+# redaction placeholders (recorder/redact.py): keyed per recording, so they differ every run
+_REDACTED_RE = re.compile(rb"(?<=REDACTED:)[0-9a-f]{12}(?![0-9a-f])")
 # opaque tokens a peer hands out and gets back, new on every run (MCP 2026 requestState)
 _TOKEN_RE = re.compile(rb'(?<="requestState":")[^"\\]+(?=")')
 _PLACEHOLDER_RE = re.compile(
@@ -134,7 +137,7 @@ class Aliases:
     def __init__(self, cwd: str | None = None, command: Iterable[str] = (),
                  home: str | None = None, checkout: str | None = None):
         self.ids: dict[bytes, bytes] = {}
-        self.counts = {"uuid": 0, "hex": 0, "token": 0}
+        self.counts = {"uuid": 0, "hex": 0, "token": 0, "redacted": 0}
         self.paths: list[tuple[re.Pattern[bytes], bytes]] = []
         self.set_paths(cwd, command, home, checkout)
 
@@ -169,10 +172,20 @@ class Aliases:
             alias = self.ids[v] = alias + b"}"
         return alias
 
+    def _redacted(self, m: re.Match[bytes]) -> bytes:
+        # numbered in place, so that the file still holds placeholders of the engine's shape
+        v = m.group(0)
+        alias = self.ids.get(b"REDACTED:" + v)
+        if alias is None:
+            self.counts["redacted"] += 1
+            alias = self.ids[b"REDACTED:" + v] = b"%012x" % self.counts["redacted"]
+        return alias
+
     def __call__(self, raw: bytes) -> bytes:
         for rx, ph in self.paths:
             raw = rx.sub(ph, raw)
         raw = _TOKEN_RE.sub(lambda m: self._id("token", m), raw)
+        raw = _REDACTED_RE.sub(self._redacted, raw)
         raw = _UUID_RE.sub(lambda m: self._id("uuid", m), raw)
         return _HEX_RE.sub(lambda m: self._id("hex", m), raw)
 
