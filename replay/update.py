@@ -5,9 +5,12 @@ exit) is written in the recording's format: a `.jsonl` transcript is rewritten (
 shows in a diff of the text file), a `.db` gets the session replaced. The session id and name
 stay, so the new recording replaces the old one.
 
-Nothing is written when nothing beyond volatile fields changed: a transcript is rewritten only
-when its new bytes differ from the file's (format 2 holds no times, pids or run-specific ids and
-paths, so an unchanged agent gives the same bytes), and a `.db` only when the replay diverged.
+Nothing is written when nothing beyond volatile fields changed: when the replay accepted the run
+(no divergence), neither a `.db` nor a format-2 transcript is touched, whatever the agent's own
+measurements (kimi's hook `duration_ms`), its races (a StatusUpdate on either side of a tool
+result) or its stderr did; a format-1 transcript is brought to format 2. After a divergence the
+file is rewritten, and format 2 (no times, pids, run-specific ids or paths) makes the diff show
+only what changed.
 """
 
 from __future__ import annotations
@@ -70,12 +73,8 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     return session, frames
 
 
-def _same_lines(old: bytes, new: bytes) -> bool:
-    """The same format-2 lines in another order, which the replay accepted: the agent's own
-    races (kimi sends a StatusUpdate concurrently with the frames of a tool call) are not a
-    change worth a diff."""
-    return old.startswith(b'{"wire_transcript":2,') and \
-        sorted(old.split(b"\n")) == sorted(new.split(b"\n"))
+def _is_format2(data: bytes) -> bool:
+    return data.startswith(b'{"wire_transcript":2,')
 
 
 def update_recording(result: ReplayResult, output: str | None = None) -> tuple[str, bool]:
@@ -91,7 +90,7 @@ def update_recording(result: ReplayResult, output: str | None = None) -> tuple[s
                     old = f.read()
             except FileNotFoundError:
                 old = None
-            if old == data or (old is not None and result.ok and _same_lines(old, data)):
+            if old == data or (old is not None and result.ok and _is_format2(old)):
                 return path, False
             fd, tmp = tempfile.mkstemp(prefix=".wire-replay-", dir=os.path.dirname(os.path.abspath(path)))
             try:
@@ -130,7 +129,7 @@ def change_summary(result: ReplayResult, path: str, limit: int = 20,
             f"frames (was {s.get('recorded_agent_frames', 0)})")
     if result.ok:
         return head + (", the replay saw no change beyond volatile fields; the file differed "
-                       "in what replay does not compare (format, stderr, ignored fields)\n")
+                       "in its format (brought to transcript format 2)\n")
     lines = [head + f", {len(result.divergences)} change(s):"]
     for d in result.divergences[:limit]:
         lines.append(f"  {d.kind}: {d.headline()}")

@@ -6,8 +6,11 @@ real pipes: both replay directions meet, and no LLM is needed."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.harness.replay import SAMPLES, WIRE_REPLAY
+
+DATA = Path(__file__).parent / "data"
 
 pytest_plugins = ("pytester",)
 
@@ -56,8 +59,10 @@ def test_record_mode_once_records_a_missing_recording_then_replays(pytester, tmp
 
 
 def test_record_mode_all_rerecords_against_the_current_agent(pytester, tmp_path):
+    # a format-1 transcript (as recorded before format 2) of the same session: the re-recording
+    # is accepted and brings the file to format 2
     target = tmp_path / "old.jsonl"
-    target.write_bytes((SAMPLES / "approve_shell.jsonl").read_bytes())
+    target.write_bytes((DATA / "approve_shell.format1.jsonl").read_bytes())
     pytester.makepyfile(_module(target, "approve_shell.jsonl"))
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--wire-record-mode=all")
     res.assert_outcomes(passed=1)
@@ -65,6 +70,13 @@ def test_record_mode_all_rerecords_against_the_current_agent(pytester, tmp_path)
     header = json.loads(target.read_text().splitlines()[0])
     assert header["wire_transcript"] == 2  # format 2: no source, times or pids to churn
     assert header["session"]["command"][1:] == [str(SAMPLES / "approve_shell.jsonl"), "--serve"]
+    # accepted again: a format-2 file is left alone (its agent command differs, and that is no
+    # change of behaviour)
+    before = target.read_bytes()
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--wire-record-mode=all")
+    res.assert_outcomes(passed=1)
+    assert f"unchanged {target}" in res.stdout.str()
+    assert target.read_bytes() == before
 
 
 def test_unknown_record_mode_is_a_usage_error(pytester):
