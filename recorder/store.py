@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 from collections.abc import Callable
 
 import duckdb
@@ -200,6 +201,32 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     return current
 
 
+class _PrivateFiles:
+    """umask 077 while any store is open for writing: DuckDB creates the `.wal` beside a file
+    (and its temporary files) when it first writes, long after the connect, and would give them
+    the process's umask (0644 under 022). The umask is per process, so nested opens count."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+        self._saved = 0
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._open == 0:
+                self._saved = os.umask(0o077)
+            self._open += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._open -= 1
+            if self._open == 0:
+                os.umask(self._saved)
+
+
+_PRIVATE = _PrivateFiles()
+
+
 class Store:
     def __init__(self, path: str, con: duckdb.DuckDBPyConnection, read_only: bool,
                  version: int = SCHEMA_VERSION):
@@ -315,10 +342,15 @@ class Store:
                              f"({', '.join('?' * len(cols))})", [values[c] for c in cols])
 
     def close(self) -> None:
+        if self.con is None:
+            return
         try:
             self.sync_blobs()
         finally:
             self.con.close()
+            self.con = None  # type: ignore[assignment]  # closed: a second close does nothing
+            if not self.read_only:
+                _PRIVATE.leave()
 
     def __enter__(self):
         return self
@@ -333,17 +365,19 @@ def open_store(path: str, read_only: bool = False) -> Store:
     it opens a file (analysis/views.py)."""
     path = os.fspath(path)
     if not read_only:
-        old_umask = os.umask(0o077)
+        _PRIVATE.enter()  # left when the store closes
         try:
             con = _connect(path, read_only=False)
-        finally:
-            os.umask(old_umask)
+        except BaseException:
+            _PRIVATE.leave()
+            raise
         try:
             if os.path.getsize(path) and schema_version(con) is None and _has_tables(con):
                 raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
             version = migrate(con)
         except BaseException:
             con.close()
+            _PRIVATE.leave()
             raise
         return Store(path, con, False, version)
     con = _connect(path, read_only=True)

@@ -142,3 +142,25 @@ def test_wire_replay_report_and_update(kimi_exe, tmp_path, out):
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     assert (out / "updated.jsonl").exists()
     assert_private(out)
+
+
+def test_the_wal_of_a_store_open_for_writing_is_private(tmp_path):
+    """DuckDB creates the .wal at its first write, after the connect: the umask stays 077 for as
+    long as a store is open for writing, and comes back when the last one closes."""
+    from wire_recorder.recorder.store import open_store
+
+    old = os.umask(0o022)
+    try:
+        store = open_store(str(tmp_path / "w.db"))
+        store.con.execute("CREATE TABLE scratch AS SELECT range AS x FROM range(1000)")
+        wal = tmp_path / "w.db.wal"
+        assert wal.exists()
+        assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+        inner = open_store(str(tmp_path / "v.db"))
+        inner.close()
+        assert os.umask(0o077) == 0o077  # still private while the first store is open
+        os.umask(0o077)
+        store.close()
+        assert os.umask(0o022) == 0o022  # the caller's umask is back
+    finally:
+        os.umask(old)
