@@ -52,6 +52,7 @@ from typing import IO, Any
 
 import orjson
 
+from . import protocols
 from .classify import Classifier, Extracted
 from .errors import TranscriptError, UserError
 from .model import SESSION_COLUMNS, Frame, frame_row
@@ -296,19 +297,13 @@ def _stderr_lines(chunks: list[Frame]) -> list[Frame]:
     return out
 
 
-# Wire: kimi sends the StatusUpdate (token usage) of a step from another task than the step's
-# other frames, so it lands anywhere between the step's last frames and the next step: on either
-# side of the client's answer to an approval or tool call, before or after the ToolResult
-# (measured on kimi 1.51.0). It is written just before the next of these.
-_FLOATING = {"wire": ("StatusUpdate", frozenset({"StepBegin", "StepInterrupted", "TurnBegin",
-                                                 "TurnEnd"}))}
-
-
 def _settle_floating(frames: list[Frame], protocol: str | None) -> list[Frame]:
-    rule = _FLOATING.get(protocol or "")
-    if rule is None:
+    """The protocol's floating type (`Adapter.floating_type`) moved to just before the next
+    frame that ends its float."""
+    adapter = protocols.get(protocol)
+    floating, anchors = adapter.floating_type, adapter.floating_until
+    if floating is None:
         return frames
-    floating, anchors = rule
     out: list[Frame] = []
     waiting: list[Frame] = []
     for f in frames:
@@ -327,7 +322,7 @@ def _settle_floating(frames: list[Frame], protocol: str | None) -> list[Frame]:
 def _review_order(frames: list[Frame], protocol: str | None = None) -> list[Frame]:
     """The frames in an order that does not depend on how the agent's stdout and stderr raced
     (stderr moves, in its own order, to just before the exit), nor on the agent's own races
-    (`_FLOATING`)."""
+    (`Adapter.floating_type`)."""
     frames = [f for f in frames if not (f.direction == "proxy" and f.method in _LEFT_OUT_EVENTS)]
     frames = _settle_floating(frames, protocol)
     late = _stderr_lines([f for f in frames if f.direction == "stderr"])

@@ -92,7 +92,7 @@ def test_large_frame_round_trips_through_transcript_and_parquet(tmp_path):
 
     tr = str(tmp_path / "s.jsonl")
     assert cli("wire-export", db, "-o", tr).returncode == 0
-    assert Path(tr).read_bytes().count(b',"frame":' + BIG + b',') == 2  # embedded verbatim
+    assert Path(tr).read_bytes().count(b'"frame":' + BIG + b'}') == 2  # embedded verbatim
     db2 = str(tmp_path / "back.db")
     assert cli("wire-import", tr, "--db", db2).returncode == 0
     tr2 = str(tmp_path / "back.jsonl")

@@ -94,6 +94,13 @@ class Adapter:
     # reports say "turn 2, step 1" from them (protocols without them count turns by
     # turn_methods); with turn_methods, where the HTML report's time axis starts.
     turn_begin_types: frozenset[str] = frozenset()
+    # An agent notification type the agent sends from another task than the frames around it,
+    # so it lands at any point up to the next of `floating_until` (agent types) or the next
+    # agent response or lifecycle row: transcripts write it just before that, so its race is no
+    # diff (Wire: kimi's StatusUpdate, measured on kimi-cli 1.51.0, lands on either side of the
+    # client's answer to an approval and of the ToolResult).
+    floating_type: str | None = None
+    floating_until: frozenset[str] = frozenset()
     step_begin_types: frozenset[str] = frozenset()
     # Agent request types (the `requests` view's `type`) the HTML report draws as approval waits.
     approval_types: frozenset[str] = frozenset()

@@ -40,6 +40,8 @@ class Wire(Adapter):
     default_match_on = ("method", "type", "approval", "tool_call", "question", "hook", "other")
     turn_begin_types = frozenset({"TurnBegin"})
     step_begin_types = frozenset({"StepBegin"})
+    floating_type = "StatusUpdate"
+    floating_until = frozenset({"StepBegin", "StepInterrupted", "TurnBegin", "TurnEnd"})
     approval_types = frozenset({"ApprovalRequest"})
 
     def detect(self, method, params, direction):
