@@ -38,12 +38,17 @@ class ExportFormat(StrEnum):
 
 FORMATS = tuple(f.value for f in OutputFormat)
 
+# Control characters shown as their Unicode control pictures (ESC as ␛) in table cells.
+_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
+
 
 def console(**kw):
     """A rich Console for our output. rich ends the process with exit 1 when the reader goes
     away (`| head`); this one raises BrokenPipeError, which the CLI ends quietly with exit 0,
-    as it does for csv and json output."""
+    as it does for csv and json output. Emoji codes are off: a recorded `:smile:` is text."""
     from rich.console import Console
+
+    kw.setdefault("emoji", False)
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
@@ -82,6 +87,8 @@ def cell(v: Any, width: int | None = None) -> str:
         p = plain(v)
         s = p if isinstance(p, str) else str(p)
     s = s.replace("\n", "⏎")
+    # a recorded ESC or other control character must not drive the terminal
+    s = s.translate(_CONTROLS)
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return s
@@ -114,14 +121,18 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = Out
             out.write("| " + " | ".join(esc(cell(v)) for v in r) + " |\n")
         return
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, show_lines=False, header_style="bold")
+    # Cells, headers and the title are Text, never markup: a recorded `[link=...]` or `[/]` in a
+    # value (or an SQL alias) is shown as it is.
+    table = Table(title=None if title is None else Text(title), show_lines=False,
+                  header_style="bold")
     for i, c in enumerate(columns):
         numeric = any(isinstance(r[i], (int, float, decimal.Decimal)) and not isinstance(r[i], bool)
                       for r in rows[:50])
-        table.add_column(c, justify="right" if numeric else "left", overflow="fold")
+        table.add_column(Text(cell(c)), justify="right" if numeric else "left", overflow="fold")
     for r in rows:
-        table.add_row(*(cell(v, max_cell) for v in r))
+        table.add_row(*(Text(cell(v, max_cell)) for v in r))
     con = console(file=out, soft_wrap=False)
     if not con.is_terminal:
         con.width = 200  # piped output: do not squeeze columns into 80

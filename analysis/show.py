@@ -21,7 +21,7 @@ from rich.markup import escape
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.model import Frame
-from wire_recorder.recorder.protocols.render import Renderer, RpcRenderer, Totals, short
+from wire_recorder.recorder.protocols.render import Renderer, RpcRenderer, Totals, esc, short
 
 __all__ = ["Timeline", "Totals", "follow", "header", "show_frames"]
 
@@ -88,8 +88,8 @@ class Timeline:
         out = self._feed(f)
         if f.anomaly:
             self.totals.anomalies += 1
-            out.append(f"{self.stamp(f)} [red]anomaly ({f.direction} {escape(str(f.method or f.kind))}): "
-                       f"{escape(f.anomaly)}[/]")
+            out.append(f"{self.stamp(f)} [red]anomaly ({esc(f.direction)} {esc(f.method or f.kind)}): "
+                       f"{esc(f.anomaly)}[/]")
         return out
 
     def _feed(self, f: Frame) -> list[str]:
@@ -110,14 +110,14 @@ class Timeline:
                 extra, bad = "", False
                 if f.method == "exit":
                     code = p.get("exit_status")
-                    extra = f" status {code}" + (f" ({p.get('signal')})" if p.get("signal") else "")
+                    extra = f" status {esc(code)}" + (f" ({esc(p.get('signal'))})" if p.get("signal") else "")
                     bad = bool(code)
                 elif f.method not in ("spawn", "client_eof", "signal"):
                     bad = True
                     extra = " " + escape(short(p, self.width))
                 if bad:
                     self.totals.errors += 1
-                out.append(f"{t} [{'red' if bad else 'dim'}]proxy {f.method}{extra}[/]")
+                out.append(f"{t} [{'red' if bad else 'dim'}]proxy {esc(f.method)}{extra}[/]")
             return out
         if f.direction == "stderr":
             text = bytes(f.raw).decode("utf-8", "replace").strip()
@@ -126,7 +126,7 @@ class Timeline:
             return out
         if f.kind == "invalid":
             self.totals.errors += 1
-            out.append(f"{t} [red]invalid {f.direction} frame: {escape(f.parse_error or '')}[/]")
+            out.append(f"{t} [red]invalid {esc(f.direction)} frame: {esc(f.parse_error or '')}[/]")
         return out
 
 
@@ -137,9 +137,9 @@ def header(session: dict) -> str:
             cmd = " ".join(orjson.loads(cmd))
         except (orjson.JSONDecodeError, TypeError):
             pass
-    return (f"[bold]session {escape(str(session.get('session_id')))}[/] "
-            f"started {session.get('started_at')} ({session.get('source') or '?'}, "
-            f"protocol {session.get('protocol') or '?'} {session.get('protocol_version') or ''})"
+    return (f"[bold]session {esc(session.get('session_id'))}[/] "
+            f"started {esc(session.get('started_at'))} ({esc(session.get('source') or '?')}, "
+            f"protocol {esc(session.get('protocol') or '?')} {esc(session.get('protocol_version') or '')})"
             + (f"\n[dim]{escape(short(cmd, 120))}[/]" if cmd else ""))
 
 
@@ -151,7 +151,7 @@ def show_frames(session: dict, frames: Iterable[Frame], emit: Callable[[str], No
 
     frames = list(frames)
     emit(header(session))
-    emit(escape(summary_line(session, frames)))
+    emit(esc(summary_line(session, frames)))
     for f in frames:
         for line in tl.feed(f):
             emit(line)

@@ -162,6 +162,8 @@ def _by_protocol(con, w: str, p: list) -> dict[str, dict]:
 
 
 def _protocol_line(protos: dict[str, dict]) -> str:
+    from wire_recorder.recorder.protocols.render import esc
+
     parts = []
     for name, f in protos.items():
         bits = [f"{f.get('sessions', 0)} session(s)"]
@@ -177,11 +179,13 @@ def _protocol_line(protos: dict[str, dict]) -> str:
         if f.get("input_rounds"):
             bits.append(f"{f['input_rounds']} input_required rounds (client "
                         f"{f.get('input_wait_ms')} ms)")
-        parts.append(f"[bold]{name}[/] " + ", ".join(bits))
+        parts.append(f"[bold]{esc(name)}[/] " + esc(", ".join(bits)))
     return "protocols: " + "; ".join(parts)
 
 
 def render_summary(s: Summary, out=None) -> None:
+    from wire_recorder.recorder.protocols.render import esc
+
     from .output import console as make_console
     from .output import render
 
@@ -190,7 +194,7 @@ def render_summary(s: Summary, out=None) -> None:
         console.width = 160
     o = s.overview
     ratio = f"{o['cache_hit_ratio']:.1%}" if o["cache_hit_ratio"] is not None else "n/a"
-    errors = ", ".join(f"{k} {v}" for k, v in o.get("errors", {}).items()) or "none"
+    errors = esc(", ".join(f"{k} {v}" for k, v in o.get("errors", {}).items()) or "none")
     # no token line when no session's protocol could have any (ACP and MCP carry none)
     tokens = o["total_tokens"] or any(registry.for_session(p).reports_tokens
                                       for p in o.get("protocols", {None: 1}))
@@ -208,7 +212,7 @@ def render_summary(s: Summary, out=None) -> None:
         if t.title == "tokens per turn" and not o["turns"]:
             continue  # only the total row (MCP has no turns)
         if not t.rows:
-            console.print(f"[dim]{t.title}: none[/]")
+            console.print(f"[dim]{esc(t.title)}: none[/]")
             continue
         render(t.columns, t.rows, "table", out=console.file,
                title=t.title + (f" ({t.note})" if t.note else ""))

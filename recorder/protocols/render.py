@@ -21,14 +21,34 @@ if TYPE_CHECKING:
     from .base import Adapter
 
 
+# Control characters from a recording would reach the terminal as they are (an ESC starts a
+# cursor move, a colour or a hyperlink): each is shown as its Unicode control picture instead.
+_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
+
+
+def clean(text: str) -> str:
+    """`text` with every control character made visible (ESC as ␛), so that a recording cannot
+    drive the terminal."""
+    return text.translate(_CONTROLS)
+
+
+def esc(value: Any) -> str:
+    """A value from a recording, ready to go into rich markup as literal text: `[...]` escaped
+    (a recorded `[link=...]` or `[/]` is text, never a tag) and control characters visible."""
+    return escape(clean(value if isinstance(value, str) else str(value)))
+
+
 def short(text: Any, width: int) -> str:
     """`text` on one line (whitespace runs become one space), cut at `width`; non-strings as
-    JSON."""
+    JSON; control characters visible (`clean`)."""
     if text is None:
         return ""
     if not isinstance(text, str):
-        text = orjson.dumps(text).decode()
-    text = " ".join(text.split())
+        try:
+            text = orjson.dumps(text, default=str).decode()
+        except orjson.JSONEncodeError:  # nested deeper than orjson goes
+            text = repr(text)
+    text = clean(" ".join(text.split()))
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
@@ -47,8 +67,19 @@ def fmt_ms(ms: float | None) -> str:
 def initialized(t: str, method: str, info: Any, protocol: Any, took: str) -> str:
     """The answer to a handshake: who the agent (or server) is and which protocol it speaks."""
     info = info if isinstance(info, dict) else {}
-    return (f"{t} [dim]< {method}: {escape(str(info.get('name')))} "
-            f"{escape(str(info.get('version')))}, protocol {protocol}{took}[/]")
+    return (f"{t} [dim]< {esc(method)}: {esc(info.get('name'))} "
+            f"{esc(info.get('version'))}, protocol {esc(protocol)}{took}[/]")
+
+
+def count(v: Any) -> int:
+    """A token count from a recording; what is not a number (a hostile string) counts 0."""
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v == v and abs(v) != float("inf"):
+        return int(v)
+    return 0
 
 
 @dataclass
@@ -73,10 +104,10 @@ class Totals:
     errors: int = 0
 
     def add_usage(self, u: dict) -> None:
-        self.input_other += int(u.get("input_other") or 0)
-        self.output += int(u.get("output") or 0)
-        self.cache_read += int(u.get("input_cache_read") or 0)
-        self.cache_creation += int(u.get("input_cache_creation") or 0)
+        self.input_other += count(u.get("input_other"))
+        self.output += count(u.get("output"))
+        self.cache_read += count(u.get("input_cache_read"))
+        self.cache_creation += count(u.get("input_cache_creation"))
 
     @property
     def total(self) -> int:
@@ -139,8 +170,8 @@ class Renderer:
         after time; then `detail` after a colon (`always=False`: only when there is some)."""
         tail = f": {escape(short(detail, self.width // 2))}" if always or detail else ""
         if failed:
-            return f"{t}      {indent}[red]✗ {escape(str(name))} failed after {dur}{tail}[/]"
-        return f"{t}      {indent}[green]✓ {escape(str(name))}[/] {dur}{tail}"
+            return f"{t}      {indent}[red]✗ {esc(name)} failed after {dur}{tail}[/]"
+        return f"{t}      {indent}[green]✓ {esc(name)}[/] {dur}{tail}"
 
 
 def pop(reqs: dict, rpc_id: Any) -> Any:
@@ -198,19 +229,19 @@ class RpcRenderer(Renderer):
         return "" if not r else orjson.dumps(r).decode()
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
-        return [f"{t} > {escape(str(f.method))}" + (f" {escape(short(p, self.width // 2))}" if p else "")]
+        return [f"{t} > {esc(f.method)}" + (f" {escape(short(p, self.width // 2))}" if p else "")]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
-        return [f"{t} [dim]< {escape(str(method))} {escape(short(p, 60))}{took}[/]"]
+        return [f"{t} [dim]< {esc(method)} {escape(short(p, 60))}{took}[/]"]
 
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
-        return [f"{t}   [dim]{escape(str(f.method))} {escape(short(p, 60))}[/]"]
+        return [f"{t}   [dim]{esc(f.method)} {escape(short(p, 60))}[/]"]
 
     def permission(self, f: Frame, t: str, p: dict) -> list[str]:
         """The line of an approval request (`approval_methods`)."""
         what = short(self.ask(f.method, p), self.width)
-        return [f"{t}      [yellow]{escape(str(f.method))}[/]" + (f" {escape(what)}" if what else "")]
+        return [f"{t}      [yellow]{esc(f.method)}[/]" + (f" {escape(what)}" if what else "")]
 
     def permission_answer(self, t: str, p: dict, rp: dict, wait: float) -> list[str]:
         """The line of the client's answer to an approval request."""
@@ -233,7 +264,7 @@ class RpcRenderer(Renderer):
             if f.kind == "request":
                 return out + self.client_request(f, t, p)
             bold = "bold cyan" if f.method in self.cancel_methods else "dim"
-            return out + [f"{t} [{bold}]> {escape(str(f.method))}[/]"
+            return out + [f"{t} [{bold}]> {esc(f.method)}[/]"
                           + (f" {escape(short(p, self.width // 2))}" if bold != "dim" else "")]
         if f.kind in ("response", "error"):
             req = pop(self.client_reqs, f.rpc_id)
@@ -241,7 +272,7 @@ class RpcRenderer(Renderer):
             took = f" after {fmt_ms((f.mono_ns - req[1]) / 1e6)}" if req else ""
             if f.kind == "error":
                 self.totals.errors += 1
-                return out + [f"{t} [red]< {escape(str(method))} error {p.get('code')}: "
+                return out + [f"{t} [red]< {esc(method)} error {esc(p.get('code'))}: "
                               f"{escape(short(p.get('message'), self.width))}[/]{took}"]
             return out + self.response(f, t, p, req, took)
         if f.kind == "request":
@@ -256,13 +287,13 @@ class RpcRenderer(Renderer):
         self.totals.client_requests += 1
         what = short(self.ask(m, p), self.width)
         if m in self.notable_methods:
-            return [f"{t}      [yellow]{escape(str(m))}[/]" + (f" {escape(what)}" if what else "")]
-        return [f"{t}      [dim]{escape(str(m))}" + (f" {escape(what)}" if what else "") + "[/]"]
+            return [f"{t}      [yellow]{esc(m)}[/]" + (f" {escape(what)}" if what else "")]
+        return [f"{t}      [dim]{esc(m)}" + (f" {escape(what)}" if what else "") + "[/]"]
 
     def client_answer(self, f: Frame, t: str, p: dict) -> list[str]:
         req = pop(self.agent_reqs, f.rpc_id)
         if req is None:
-            return [f"{t} [dim]> answer to unknown request {escape(str(f.rpc_id))}[/]"]
+            return [f"{t} [dim]> answer to unknown request {esc(f.rpc_id)}[/]"]
         method, mono, rp = req
         wait = max(f.mono_ns - mono, 0) / 1e6
         if method in self.approval_methods:
@@ -270,10 +301,10 @@ class RpcRenderer(Renderer):
         else:
             self.totals.client_wait_ms += wait
         if f.kind == "error":
-            return [f"{t}      [red]< client answered {escape(str(method))} with an error after "
+            return [f"{t}      [red]< client answered {esc(method)} with an error after "
                     f"{fmt_ms(wait)}: {escape(short(p.get('message'), 60))}[/]"]
         if method in self.approval_methods:
             return self.permission_answer(t, p, rp, wait)
         said = short(self.answer(method, p), self.width // 2)
-        return [f"{t}      [dim]client answered {escape(str(method))} after {fmt_ms(wait)}"
+        return [f"{t}      [dim]client answered {esc(method)} after {fmt_ms(wait)}"
                 + (f": {escape(said)}" if said else "") + "[/]"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from ..render import RpcRenderer, fmt_ms, initialized, short
+from ..render import RpcRenderer, esc, fmt_ms, initialized, short
 from ..text import as_dict
 from . import labels
 
@@ -49,14 +49,14 @@ class AcpTimeline(RpcRenderer):
             return [f"{t} [bold]── turn {self.totals.turns}[/] [bold cyan]> prompt[/] "
                     f"{escape(short(text, self.width))}"]
         if f.method == "initialize":
-            return [f"{t} [dim]> initialize (ACP protocol {escape(str(p.get('protocolVersion')))})[/]"]
+            return [f"{t} [dim]> initialize (ACP protocol {esc(p.get('protocolVersion'))})[/]"]
         if f.method == "session/load":  # the agent replays the session's history before answering
             self.loading = True
-            return [f"{t} [dim]> session/load {escape(str(p.get('sessionId')))} (its history "
+            return [f"{t} [dim]> session/load {esc(p.get('sessionId'))} (its history "
                     f"follows, marked history)[/]"]
         if f.method == "session/new":
-            return [f"{t} [dim]> {f.method} {escape(str(p.get('cwd')))}[/]"]
-        return [f"{t} > {escape(str(f.method))} {escape(short(p, self.width // 2))}"]
+            return [f"{t} [dim]> {esc(f.method)} {esc(p.get('cwd'))}[/]"]
+        return [f"{t} > {esc(f.method)} {escape(short(p, self.width // 2))}"]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
@@ -64,7 +64,7 @@ class AcpTimeline(RpcRenderer):
             stop = p.get("stopReason")
             color = "green" if stop == "end_turn" else "yellow"
             turn = self.turn
-            return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/]: [{color}]{escape(str(stop))}[/]"
+            return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/]: [{color}]{esc(stop)}[/]"
                     f"{took}, {turn.get('tools', 0)} tool calls"]
         if method == "initialize":
             return [initialized(t, "initialize", p.get("agentInfo"), p.get("protocolVersion"), took)]
@@ -72,7 +72,7 @@ class AcpTimeline(RpcRenderer):
             self.loading = False
             return [f"{t} [dim]< session/load: history replayed{took}[/]"]
         if method == "session/new":
-            return [f"{t} [dim]< {method}: session {escape(str(p.get('sessionId')))}{took}[/]"]
+            return [f"{t} [dim]< {esc(method)}: session {esc(p.get('sessionId'))}{took}[/]"]
         return super().response(f, t, p, req, took)
 
     def permission(self, f: Frame, t: str, p: dict) -> list[str]:
@@ -86,7 +86,7 @@ class AcpTimeline(RpcRenderer):
         chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else outcome.get("outcome")
         kinds = {o.get("optionId"): o.get("kind") for o in rp.get("options") or [] if isinstance(o, dict)}
         color = "green" if str(kinds.get(chosen, "")).startswith("allow") else "red"
-        return [f"{t}      [{color}]permission: {escape(str(chosen))}[/] after [bold]{fmt_ms(wait)}[/]"]
+        return [f"{t}      [{color}]permission: {esc(chosen)}[/] after [bold]{fmt_ms(wait)}[/]"]
 
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method != "session/update":
@@ -109,8 +109,8 @@ class AcpTimeline(RpcRenderer):
             if args is None:
                 args = "".join(str((c.get("content") or {}).get("text") or "")
                                for c in u.get("content") or [] if isinstance(c, dict))
-            return [f"{t}      [cyan]tool {escape(str(title))}[/] "
-                    f"[dim]{escape(str(call_id).rsplit('/', 1)[-1])}[/] {escape(short(args, self.width // 2))}"]
+            return [f"{t}      [cyan]tool {esc(title)}[/] "
+                    f"[dim]{esc(str(call_id).rsplit('/', 1)[-1])}[/] {escape(short(args, self.width // 2))}"]
         if mt == "tool_call_update":
             key = u.get("toolCallId")
             call = self.calls.get(key)
@@ -127,7 +127,7 @@ class AcpTimeline(RpcRenderer):
                     self.totals.tool_errors += 1
                 return [self.ended(t, title, dur, status == "failed", text, always=False)]
             self.calls[key] = (title, mono, status)
-            return [f"{t}      [dim]{escape(str(title))}: {escape(str(status))}[/]"]
+            return [f"{t}      [dim]{esc(title)}: {esc(status)}[/]"]
         if mt == "plan":
             entries = u.get("entries") or []
             return [f"{t}   [dim]plan: " + escape(short("; ".join(
@@ -136,8 +136,8 @@ class AcpTimeline(RpcRenderer):
         if mt == "available_commands_update":
             return [f"{t}   [dim]available commands: {len(u.get('availableCommands') or [])}[/]"]
         if mt == "current_mode_update":
-            return [f"{t}   [dim]mode {escape(str(u.get('currentModeId')))}[/]"]
-        return [f"{t}   [dim]session/update {escape(str(mt))}[/]"]
+            return [f"{t}   [dim]mode {esc(u.get('currentModeId'))}[/]"]
+        return [f"{t}   [dim]session/update {esc(mt)}[/]"]
 
     def summary(self) -> list[str]:
         s = self.totals

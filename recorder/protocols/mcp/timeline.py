@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from ..render import RpcRenderer, fmt_ms, initialized, short
+from ..render import RpcRenderer, esc, fmt_ms, initialized, short
 from . import PV_META, labels
 
 if TYPE_CHECKING:
@@ -28,10 +28,10 @@ class McpTimeline(RpcRenderer):
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "initialize":
-            return [f"{t} [dim]> initialize (MCP protocol {escape(str(p.get('protocolVersion')))})[/]"]
+            return [f"{t} [dim]> initialize (MCP protocol {esc(p.get('protocolVersion'))})[/]"]
         if f.method == "server/discover":
             pv = (p.get("_meta") or {}).get(PV_META)
-            return [f"{t} [dim]> server/discover (protocol {escape(str(pv))})[/]"]
+            return [f"{t} [dim]> server/discover (protocol {esc(pv)})[/]"]
         if f.method in NAMED:
             name = p.get("name") or p.get("uri")
             state = p.get("requestState")
@@ -48,19 +48,19 @@ class McpTimeline(RpcRenderer):
                     self.totals.input_wait_ms += wait
                     self.client_reqs[f.rpc_id][-1] = (f.method, root_mono, p, name, rnd + 1)
                     answers = ", ".join(str(k) for k in (p.get("inputResponses") or {}))
-                    return [f"{t}      [cyan]↻ retry {escape(str(name))}[/] [dim]#{escape(str(f.rpc_id))}[/] "
+                    return [f"{t}      [cyan]↻ retry {esc(name)}[/] [dim]#{esc(f.rpc_id)}[/] "
                             f"with inputResponses ({escape(short(answers, 60))}): the client answered "
                             f"after [bold]{fmt_ms(wait)}[/]"]
             self.client_reqs[f.rpc_id][-1] = (f.method, f.mono_ns, p, name, 0)
             if f.method != "tools/call":
-                return [f"{t} > {f.method} {escape(str(name))}"]
+                return [f"{t} > {esc(f.method)} {esc(name)}"]
             self.totals.tool_calls += 1
-            return [f"{t}      [cyan]tool {escape(str(name))}[/] [dim]#{escape(str(f.rpc_id))}[/] "
+            return [f"{t}      [cyan]tool {esc(name)}[/] [dim]#{esc(f.rpc_id)}[/] "
                     f"{escape(short(p.get('arguments'), self.width // 2))}"]
         if f.method == "ping":
             return [f"{t} [dim]> ping[/]"]
         shown = {k: v for k, v in p.items() if k != "_meta"}
-        return [f"{t} > {escape(str(f.method))}" + (f" {escape(short(shown, self.width // 2))}" if shown else "")]
+        return [f"{t} > {esc(f.method)}" + (f" {escape(short(shown, self.width // 2))}" if shown else "")]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
@@ -75,13 +75,13 @@ class McpTimeline(RpcRenderer):
                 for r in (p.get("inputRequests") or {}).values():
                     r = r if isinstance(r, dict) else {}
                     asks.append(f"{r.get('method')} {labels.ask(r.get('method'), r.get('params'))}".strip())
-                return [f"{t}      [yellow]input required[/] by {escape(str(name))} (round {rnd + 1}): "
+                return [f"{t}      [yellow]input required[/] by {esc(name)} (round {rnd + 1}): "
                         f"{escape(short('; '.join(asks), self.width))}"]
             rounds = f" ({rnd} input round{'s' if rnd != 1 else ''})" if rnd else ""
             text = " ".join(str(c.get("text")) for c in p.get("content") or []
                             if isinstance(c, dict) and c.get("type") == "text")
             if method != "tools/call":
-                return [f"{t} [dim]< {method} {escape(str(name))}{took}{rounds}[/]"]
+                return [f"{t} [dim]< {esc(method)} {esc(name)}{took}{rounds}[/]"]
             if p.get("isError"):
                 self.totals.tool_errors += 1
                 return [self.ended(t, name, f"{dur}{rounds}", True, text)]
@@ -90,20 +90,20 @@ class McpTimeline(RpcRenderer):
             return [initialized(t, "initialize", p.get("serverInfo"), p.get("protocolVersion"), took)]
         if method == "server/discover":
             info = (p.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
-            return [f"{t} [dim]< server/discover: {escape(str(info.get('name')))} "
-                    f"{escape(str(info.get('version')))}, versions {p.get('supportedVersions')}{took}[/]"]
+            return [f"{t} [dim]< server/discover: {esc(info.get('name'))} "
+                    f"{esc(info.get('version'))}, versions {esc(p.get('supportedVersions'))}{took}[/]"]
         if method == "tools/list":
             names = [str(x.get("name")) for x in p.get("tools") or [] if isinstance(x, dict)]
             return [f"{t} [dim]< tools/list: {len(names)} tools ({escape(short(', '.join(names), 60))}){took}[/]"]
         shown = {k: v for k, v in p.items() if k not in ("_meta", "resultType")}
-        return [f"{t} [dim]< {escape(str(method))} {escape(short(shown, 60))}{took}[/]"]
+        return [f"{t} [dim]< {esc(method)} {escape(short(shown, 60))}{took}[/]"]
 
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "notifications/progress":
-            return [f"{t}      [dim]progress {p.get('progress')}/{p.get('total')} "
+            return [f"{t}      [dim]progress {esc(p.get('progress'))}/{esc(p.get('total'))} "
                     f"{escape(short(p.get('message'), 60))}[/]"]
         if f.method == "notifications/message":
-            return [f"{t}      [dim]log {escape(str(p.get('level')))}: "
+            return [f"{t}      [dim]log {esc(p.get('level'))}: "
                     f"{escape(short(p.get('data'), self.width))}[/]"]
         return super().notification(f, t, p)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from ..render import Renderer, fmt_ms, initialized, short
+from ..render import Renderer, count, esc, fmt_ms, initialized, short
 from ..text import as_dict
 
 if TYPE_CHECKING:
@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 def _tokens(u: dict | None) -> int:
     if not u:
         return 0
-    return sum(int(u.get(k) or 0) for k in ("input_other", "output", "input_cache_read",
-                                            "input_cache_creation"))
+    return sum(count(u.get(k)) for k in ("input_other", "output", "input_cache_read",
+                                         "input_cache_creation"))
+
+
+def _num(v: Any) -> float:
+    """A number from a recording for a format spec; anything else (a hostile string) is 0."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
 class WireTimeline(Renderer):
@@ -66,35 +71,35 @@ class WireTimeline(Renderer):
             if f.method == "prompt":
                 return [f"{t} [bold cyan]> prompt[/] {escape(short(p.get('user_input'), self.width))}"]
             if f.method in ("cancel", "steer", "set_plan_mode", "replay"):
-                return [f"{t} [bold cyan]> {f.method}[/] {escape(short(p, self.width // 2))}"]
+                return [f"{t} [bold cyan]> {esc(f.method)}[/] {escape(short(p, self.width // 2))}"]
             if f.method == "initialize":
-                return [f"{t} [dim]> initialize (protocol {escape(str(p.get('protocol_version')))})[/]"]
-            return [f"{t} > {escape(str(f.method))}"]
+                return [f"{t} [dim]> initialize (protocol {esc(p.get('protocol_version'))})[/]"]
+            return [f"{t} > {esc(f.method)}"]
         if f.kind in ("response", "error"):
             req = self._agent_reqs.pop(f.rpc_id, None)
             if req is None:
-                return [f"{t} [dim]> answer to unknown request {escape(str(f.rpc_id))}[/]"]
+                return [f"{t} [dim]> answer to unknown request {esc(f.rpc_id)}[/]"]
             rtype, mono, rp = req
             wait = (f.mono_ns - mono) / 1e6
             if f.kind == "error":
-                return [f"{t}      [red]< client answered {rtype} with an error after {fmt_ms(wait)}: "
+                return [f"{t}      [red]< client answered {esc(rtype)} with an error after {fmt_ms(wait)}: "
                         f"{escape(short(p.get('message'), 60))}[/]"]
             if rtype == "ApprovalRequest":
                 self.totals.approval_wait_ms += wait
                 resp = p.get("response")
                 color = "green" if str(resp).startswith("approve") else "red"
                 fb = f" — {escape(short(p.get('feedback'), 50))}" if p.get("feedback") else ""
-                return [f"{t}      [{color}]approval: {resp}[/] after [bold]{fmt_ms(wait)}[/]{fb}"]
+                return [f"{t}      [{color}]approval: {esc(resp)}[/] after [bold]{fmt_ms(wait)}[/]{fb}"]
             if rtype == "ToolCallRequest":
-                rv = p.get("return_value") or {}
+                rv = as_dict(p.get("return_value"))
                 return [f"{t}      external tool answered after [bold]{fmt_ms(wait)}[/]"
                         + (" [red](error)[/]" if rv.get("is_error") else "")]
             if rtype == "QuestionRequest":
                 return [f"{t}      question answered after [bold]{fmt_ms(wait)}[/]: "
                         f"{escape(short(p.get('answers'), 60))}"]
             if rtype == "HookRequest":
-                return [f"{t}      hook {p.get('action', 'allow')} after {fmt_ms(wait)}"]
-            return [f"{t}      {rtype} answered after {fmt_ms(wait)}"]
+                return [f"{t}      hook {esc(p.get('action', 'allow'))} after {fmt_ms(wait)}"]
+            return [f"{t}      {esc(rtype)} answered after {fmt_ms(wait)}"]
         return []
 
     # -- agent -> client -------------------------------------------------------------------------
@@ -106,30 +111,32 @@ class WireTimeline(Renderer):
             took = f" after {fmt_ms((f.mono_ns - req[1]) / 1e6)}" if req else ""
             if f.kind == "error":
                 self.totals.errors += 1
-                return [f"{t} [red]< {method} error {p.get('code')}: "
+                return [f"{t} [red]< {esc(method)} error {esc(p.get('code'))}: "
                         f"{escape(short(p.get('message'), self.width))}[/]{took}"]
             if method == "prompt":
                 status = p.get("status")
                 color = "green" if status == "finished" else "yellow"
-                return [f"{t} [{color}]< prompt {status}[/]{took}"]
+                return [f"{t} [{color}]< prompt {esc(status)}[/]{took}"]
             if method == "initialize":
                 return [initialized(t, "initialize", p.get("server"), p.get("protocol_version"), took)]
-            return [f"{t} [dim]< {method} {escape(short(p, 60))}{took}[/]"]
+            return [f"{t} [dim]< {esc(method)} {escape(short(p, 60))}{took}[/]"]
         if f.method == "request":
             self._agent_reqs[f.rpc_id] = (mt, f.mono_ns, p)
             if mt == "ApprovalRequest":
                 self.totals.approvals += 1
-                who = f" (subagent {p.get('agent_id')})" if p.get("agent_id") else ""
+                who = f" (subagent {esc(p.get('agent_id'))})" if p.get("agent_id") else ""
                 return [f"{t}      [yellow]approval requested[/]{who}: "
                         f"{escape(short(p.get('description'), self.width))}"]
             if mt == "ToolCallRequest":
-                return [f"{t}      [yellow]external tool request[/] {escape(str(p.get('name')))}"]
+                return [f"{t}      [yellow]external tool request[/] {esc(p.get('name'))}"]
             if mt == "QuestionRequest":
-                qs = p.get("questions") or [{}]
+                raw_qs = p.get("questions")
+                qs = [as_dict(q) for q in raw_qs] if isinstance(raw_qs, list) else []
+                qs = qs or [{}]
                 return [f"{t}      [yellow]question[/]: {escape(short(qs[0].get('question'), self.width))}"]
             if mt == "HookRequest":
-                return [f"{t}      [dim]hook request {p.get('event')} {p.get('target')}[/]"]
-            return [f"{t}      request {escape(str(mt))}"]
+                return [f"{t}      [dim]hook request {esc(p.get('event'))} {esc(p.get('target'))}[/]"]
+            return [f"{t}      request {esc(mt)}"]
         return self._event(f, t, mt, p)
 
     def _event(self, f: Frame, t: str, mt: str | None, p: dict, indent: str = "",
@@ -145,29 +152,29 @@ class WireTimeline(Renderer):
                     f"{turn.get('steps', 0)} steps, {turn.get('tokens', 0):,} tokens"]
         if mt == "StepBegin":
             if scope:
-                return [f"{t}   {indent}[dim]step {p.get('n')}[/]"]
+                return [f"{t}   {indent}[dim]step {esc(p.get('n'))}[/]"]
             self.totals.steps += 1
             if self._turn:
                 self._turn["steps"] = self._turn.get("steps", 0) + 1
-            return [f"{t}   [bold blue]step {p.get('n')}[/]"]
+            return [f"{t}   [bold blue]step {esc(p.get('n'))}[/]"]
         if mt == "StepInterrupted":
             return [f"{t}   {indent}[red]step interrupted[/]"]
         if mt == "StepRetry":
-            return [f"{t}   {indent}[yellow]retry {p.get('next_attempt')}/{p.get('max_attempts')} "
-                    f"after {p.get('error_type')} {p.get('status_code') or ''} "
-                    f"(waits {p.get('wait_s', 0):.2f} s)[/]"]
+            return [f"{t}   {indent}[yellow]retry {esc(p.get('next_attempt'))}/{esc(p.get('max_attempts'))} "
+                    f"after {esc(p.get('error_type'))} {esc(p.get('status_code') or '')} "
+                    f"(waits {_num(p.get('wait_s')):.2f} s)[/]"]
         if mt == "ToolCall":
-            fn = p.get("function") or {}
+            fn = as_dict(p.get("function"))
             self._calls[(scope, p.get("id"))] = (fn.get("name"), f.mono_ns)
             if not scope:
                 self.totals.tool_calls += 1
-            self._pending_call = (f"{t}      {indent}[cyan]tool {escape(str(fn.get('name')))}[/] "
-                                  f"[dim]{escape(str(p.get('id')))}[/] ",
+            self._pending_call = (f"{t}      {indent}[cyan]tool {esc(fn.get('name'))}[/] "
+                                  f"[dim]{esc(p.get('id'))}[/] ",
                                   [fn.get("arguments") or ""])
             return []
         if mt == "ToolResult":
             call = self._calls.pop((scope, p.get("tool_call_id")), None)
-            rv = p.get("return_value") or {}
+            rv = as_dict(p.get("return_value"))
             name = call[0] if call else "?"
             dur = fmt_ms((f.mono_ns - call[1]) / 1e6) if call else "?"
             if rv.get("is_error"):
@@ -179,43 +186,45 @@ class WireTimeline(Renderer):
         if mt == "StatusUpdate":
             u = p.get("token_usage")
             if not u:
-                return [] if p.get("plan_mode") is None else [f"{t}   [dim]plan mode {p.get('plan_mode')}[/]"]
+                return [] if p.get("plan_mode") is None else [f"{t}   [dim]plan mode {esc(p.get('plan_mode'))}[/]"]
             n = _tokens(u)
             self.totals.add_usage(u)
             if self._turn:
                 self._turn["tokens"] = self._turn.get("tokens", 0) + n
             ctx = p.get("context_usage")
-            return [f"{t}      {indent}[dim]tokens {n:,}: input {u.get('input_other', 0):,}, cache read "
-                    f"{u.get('input_cache_read', 0):,}, cache write {u.get('input_cache_creation', 0):,}, "
-                    f"output {u.get('output', 0):,}" + (f"; context {ctx:.1%}" if ctx is not None else "") + "[/]"]
+            return [f"{t}      {indent}[dim]tokens {n:,}: input {count(u.get('input_other')):,}, cache read "
+                    f"{count(u.get('input_cache_read')):,}, "
+                    f"cache write {count(u.get('input_cache_creation')):,}, "
+                    f"output {count(u.get('output')):,}"
+                    + (f"; context {_num(ctx):.1%}" if ctx is not None else "") + "[/]"]
         if mt == "ApprovalResponse":
             req = self._agent_reqs.get(p.get("request_id"))
             if req is None:  # answered by the client: already shown with its wait
                 return []
             self._agent_reqs.pop(p.get("request_id"), None)
-            return [f"{t}      [yellow]approval {p.get('response')} by the agent itself after "
+            return [f"{t}      [yellow]approval {esc(p.get('response'))} by the agent itself after "
                     f"{fmt_ms((f.mono_ns - req[1]) / 1e6)}[/]"]
         if mt == "SubagentEvent":
-            ev = p.get("event") or {}
+            ev = as_dict(p.get("event"))
             sub_scope = str(p.get("agent_id"))
             et, ep = ev.get("type"), as_dict(ev.get("payload"))
             if et == "ContentPart":
                 return []
             if et in ("TurnBegin", "TurnEnd"):
                 what = "starts" if et == "TurnBegin" else "ends"
-                return [f"{t}      [magenta]subagent {sub_scope} ({p.get('subagent_type')}) {what}[/]"]
+                return [f"{t}      [magenta]subagent {esc(sub_scope)} ({esc(p.get('subagent_type'))}) {what}[/]"]
             return self._event(f, t, et, ep, indent="  │ ", scope=sub_scope)
         if mt in ("SteerInput",):
             return [f"{t}   [cyan]steer[/] {escape(short(p.get('user_input'), self.width))}"]
         if mt in ("CompactionBegin", "CompactionEnd", "MCPLoadingBegin", "MCPLoadingEnd"):
-            return [f"{t}   [dim]{mt}[/]"]
+            return [f"{t}   [dim]{esc(mt)}[/]"]
         if mt == "HookResolved":
-            return [f"{t}   {indent}[dim]hook {p.get('event')} {p.get('target')}: {p.get('action')}[/]"]
+            return [f"{t}   {indent}[dim]hook {esc(p.get('event'))} {esc(p.get('target'))}: {esc(p.get('action'))}[/]"]
         if mt == "Notification":
             return [f"{t}   [dim]notification {escape(short(p.get('title'), 60))}[/]"]
         if mt in ("HookTriggered", "ToolCallPart"):
             return []
-        return [f"{t}   [dim]{escape(str(mt))}[/]"]
+        return [f"{t}   [dim]{esc(mt)}[/]"]
 
     def summary(self) -> list[str]:
         s = self.totals
