@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import orjson
-from rich.markup import escape
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UserError
@@ -67,7 +66,7 @@ class Timeline:
         if not self.show_text:
             return []
         label = {"think": "[magenta]thinking[/]", "user": "[cyan]user[/]"}.get(kind or "", "[white]text[/]")
-        return [f"{' ' * 11}      {label} {escape(short(text, self.width))}"]
+        return [f"{' ' * 11}      {label} {esc(short(text, self.width))}"]
 
     # -- the generic part ------------------------------------------------------------------------
     @property
@@ -114,7 +113,7 @@ class Timeline:
                     bad = bool(code)
                 elif f.method not in ("spawn", "client_eof", "signal"):
                     bad = True
-                    extra = " " + escape(short(p, self.width))
+                    extra = " " + esc(short(p, self.width))
                 if bad:
                     self.totals.errors += 1
                 out.append(f"{t} [{'red' if bad else 'dim'}]proxy {esc(f.method)}{extra}[/]")
@@ -122,7 +121,7 @@ class Timeline:
         if f.direction == "stderr":
             text = bytes(f.raw).decode("utf-8", "replace").strip()
             if text:
-                out.append(f"{t} [yellow]stderr[/] {escape(short(text, self.width))}")
+                out.append(f"{t} [yellow]stderr[/] {esc(short(text, self.width))}")
             return out
         if f.kind == "invalid":
             self.totals.errors += 1
@@ -140,7 +139,7 @@ def header(session: dict) -> str:
     return (f"[bold]session {esc(session.get('session_id'))}[/] "
             f"started {esc(session.get('started_at'))} ({esc(session.get('source') or '?')}, "
             f"protocol {esc(session.get('protocol') or '?')} {esc(session.get('protocol_version') or '')})"
-            + (f"\n[dim]{escape(short(cmd, 120))}[/]" if cmd else ""))
+            + (f"\n[dim]{esc(short(cmd, 120))}[/]" if cmd else ""))
 
 
 def show_frames(session: dict, frames: Iterable[Frame], emit: Callable[[str], None],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
-from rich.markup import escape
+from rich.markup import escape as _escape
 
 if TYPE_CHECKING:
     from ..model import Frame
@@ -35,7 +35,7 @@ def clean(text: str) -> str:
 def esc(value: Any) -> str:
     """A value from a recording, ready to go into rich markup as literal text: `[...]` escaped
     (a recorded `[link=...]` or `[/]` is text, never a tag) and control characters visible."""
-    return escape(clean(value if isinstance(value, str) else str(value)))
+    return _escape(clean(value if isinstance(value, str) else str(value)))
 
 
 def short(text: Any, width: int) -> str:
@@ -168,7 +168,7 @@ class Renderer:
               always: bool = True) -> str:
         """A tool call's last line, whatever the protocol: ✓ name and time, or ✗ name failed
         after time; then `detail` after a colon (`always=False`: only when there is some)."""
-        tail = f": {escape(short(detail, self.width // 2))}" if always or detail else ""
+        tail = f": {esc(short(detail, self.width // 2))}" if always or detail else ""
         if failed:
             return f"{t}      {indent}[red]✗ {esc(name)} failed after {dur}{tail}[/]"
         return f"{t}      {indent}[green]✓ {esc(name)}[/] {dur}{tail}"
@@ -229,19 +229,19 @@ class RpcRenderer(Renderer):
         return "" if not r else orjson.dumps(r).decode()
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
-        return [f"{t} > {esc(f.method)}" + (f" {escape(short(p, self.width // 2))}" if p else "")]
+        return [f"{t} > {esc(f.method)}" + (f" {esc(short(p, self.width // 2))}" if p else "")]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
-        return [f"{t} [dim]< {esc(method)} {escape(short(p, 60))}{took}[/]"]
+        return [f"{t} [dim]< {esc(method)} {esc(short(p, 60))}{took}[/]"]
 
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
-        return [f"{t}   [dim]{esc(f.method)} {escape(short(p, 60))}[/]"]
+        return [f"{t}   [dim]{esc(f.method)} {esc(short(p, 60))}[/]"]
 
     def permission(self, f: Frame, t: str, p: dict) -> list[str]:
         """The line of an approval request (`approval_methods`)."""
         what = short(self.ask(f.method, p), self.width)
-        return [f"{t}      [yellow]{esc(f.method)}[/]" + (f" {escape(what)}" if what else "")]
+        return [f"{t}      [yellow]{esc(f.method)}[/]" + (f" {esc(what)}" if what else "")]
 
     def permission_answer(self, t: str, p: dict, rp: dict, wait: float) -> list[str]:
         """The line of the client's answer to an approval request."""
@@ -265,7 +265,7 @@ class RpcRenderer(Renderer):
                 return out + self.client_request(f, t, p)
             bold = "bold cyan" if f.method in self.cancel_methods else "dim"
             return out + [f"{t} [{bold}]> {esc(f.method)}[/]"
-                          + (f" {escape(short(p, self.width // 2))}" if bold != "dim" else "")]
+                          + (f" {esc(short(p, self.width // 2))}" if bold != "dim" else "")]
         if f.kind in ("response", "error"):
             req = pop(self.client_reqs, f.rpc_id)
             method = req[0] if req else "?"
@@ -273,7 +273,7 @@ class RpcRenderer(Renderer):
             if f.kind == "error":
                 self.totals.errors += 1
                 return out + [f"{t} [red]< {esc(method)} error {esc(p.get('code'))}: "
-                              f"{escape(short(p.get('message'), self.width))}[/]{took}"]
+                              f"{esc(short(p.get('message'), self.width))}[/]{took}"]
             return out + self.response(f, t, p, req, took)
         if f.kind == "request":
             return out + self.agent_request(f, t, p)
@@ -287,8 +287,8 @@ class RpcRenderer(Renderer):
         self.totals.client_requests += 1
         what = short(self.ask(m, p), self.width)
         if m in self.notable_methods:
-            return [f"{t}      [yellow]{esc(m)}[/]" + (f" {escape(what)}" if what else "")]
-        return [f"{t}      [dim]{esc(m)}" + (f" {escape(what)}" if what else "") + "[/]"]
+            return [f"{t}      [yellow]{esc(m)}[/]" + (f" {esc(what)}" if what else "")]
+        return [f"{t}      [dim]{esc(m)}" + (f" {esc(what)}" if what else "") + "[/]"]
 
     def client_answer(self, f: Frame, t: str, p: dict) -> list[str]:
         req = pop(self.agent_reqs, f.rpc_id)
@@ -302,9 +302,9 @@ class RpcRenderer(Renderer):
             self.totals.client_wait_ms += wait
         if f.kind == "error":
             return [f"{t}      [red]< client answered {esc(method)} with an error after "
-                    f"{fmt_ms(wait)}: {escape(short(p.get('message'), 60))}[/]"]
+                    f"{fmt_ms(wait)}: {esc(short(p.get('message'), 60))}[/]"]
         if method in self.approval_methods:
             return self.permission_answer(t, p, rp, wait)
         said = short(self.answer(method, p), self.width // 2)
         return [f"{t}      [dim]client answered {esc(method)} after {fmt_ms(wait)}"
-                + (f": {escape(said)}" if said else "") + "[/]"]
+                + (f": {esc(said)}" if said else "") + "[/]"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from ..render import RpcRenderer, esc, fmt_ms, initialized, short
 from ..text import as_dict
 from . import labels
@@ -47,7 +45,7 @@ class AcpTimeline(RpcRenderer):
             self.totals.turns += 1
             self.turn = {"n": self.totals.turns, "mono": f.mono_ns, "tools": 0}
             return [f"{t} [bold]── turn {self.totals.turns}[/] [bold cyan]> prompt[/] "
-                    f"{escape(short(text, self.width))}"]
+                    f"{esc(short(text, self.width))}"]
         if f.method == "initialize":
             return [f"{t} [dim]> initialize (ACP protocol {esc(p.get('protocolVersion'))})[/]"]
         if f.method == "session/load":  # the agent replays the session's history before answering
@@ -56,7 +54,7 @@ class AcpTimeline(RpcRenderer):
                     f"follows, marked history)[/]"]
         if f.method == "session/new":
             return [f"{t} [dim]> {esc(f.method)} {esc(p.get('cwd'))}[/]"]
-        return [f"{t} > {esc(f.method)} {escape(short(p, self.width // 2))}"]
+        return [f"{t} > {esc(f.method)} {esc(short(p, self.width // 2))}"]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
@@ -76,13 +74,13 @@ class AcpTimeline(RpcRenderer):
         return super().response(f, t, p, req, took)
 
     def permission(self, f: Frame, t: str, p: dict) -> list[str]:
-        tc = p.get("toolCall") or {}
+        tc = as_dict(p.get("toolCall"))
         opts = ", ".join(str(o.get("optionId")) for o in p.get("options") or [] if isinstance(o, dict))
-        return [f"{t}      [yellow]permission requested[/]: {escape(short(tc.get('title'), self.width))} "
-                f"[dim]({escape(opts)})[/]"]
+        return [f"{t}      [yellow]permission requested[/]: {esc(short(tc.get('title'), self.width))} "
+                f"[dim]({esc(opts)})[/]"]
 
     def permission_answer(self, t: str, p: dict, rp: dict, wait: float) -> list[str]:
-        outcome = p.get("outcome") or {}
+        outcome = as_dict(p.get("outcome"))
         chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else outcome.get("outcome")
         kinds = {o.get("optionId"): o.get("kind") for o in rp.get("options") or [] if isinstance(o, dict)}
         color = "green" if str(kinds.get(chosen, "")).startswith("allow") else "red"
@@ -96,7 +94,7 @@ class AcpTimeline(RpcRenderer):
             # what an earlier session did, replayed by session/load: shown, not counted (its
             # text chunks never get here: they are gathered into text lines like any others)
             label = labels.describe("notification", "session/update", f.msg_type, {"update": u})
-            return [f"{t}   [dim]history {escape(label or str(f.msg_type))}[/]"]
+            return [f"{t}   [dim]history {esc(label or str(f.msg_type))}[/]"]
         mt = f.msg_type
         if mt == "tool_call":
             call_id = u.get("toolCallId")
@@ -110,7 +108,7 @@ class AcpTimeline(RpcRenderer):
                 args = "".join(str((c.get("content") or {}).get("text") or "")
                                for c in u.get("content") or [] if isinstance(c, dict))
             return [f"{t}      [cyan]tool {esc(title)}[/] "
-                    f"[dim]{esc(str(call_id).rsplit('/', 1)[-1])}[/] {escape(short(args, self.width // 2))}"]
+                    f"[dim]{esc(str(call_id).rsplit('/', 1)[-1])}[/] {esc(short(args, self.width // 2))}"]
         if mt == "tool_call_update":
             key = u.get("toolCallId")
             call = self.calls.get(key)
@@ -130,7 +128,7 @@ class AcpTimeline(RpcRenderer):
             return [f"{t}      [dim]{esc(title)}: {esc(status)}[/]"]
         if mt == "plan":
             entries = u.get("entries") or []
-            return [f"{t}   [dim]plan: " + escape(short("; ".join(
+            return [f"{t}   [dim]plan: " + esc(short("; ".join(
                 f"{e.get('status')}: {e.get('content')}" for e in entries if isinstance(e, dict)),
                 self.width)) + "[/]"]
         if mt == "available_commands_update":

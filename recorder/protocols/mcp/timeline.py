@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from ..render import RpcRenderer, esc, fmt_ms, initialized, short
 from . import PV_META, labels
 
@@ -49,18 +47,18 @@ class McpTimeline(RpcRenderer):
                     self.client_reqs[f.rpc_id][-1] = (f.method, root_mono, p, name, rnd + 1)
                     answers = ", ".join(str(k) for k in (p.get("inputResponses") or {}))
                     return [f"{t}      [cyan]↻ retry {esc(name)}[/] [dim]#{esc(f.rpc_id)}[/] "
-                            f"with inputResponses ({escape(short(answers, 60))}): the client answered "
+                            f"with inputResponses ({esc(short(answers, 60))}): the client answered "
                             f"after [bold]{fmt_ms(wait)}[/]"]
             self.client_reqs[f.rpc_id][-1] = (f.method, f.mono_ns, p, name, 0)
             if f.method != "tools/call":
                 return [f"{t} > {esc(f.method)} {esc(name)}"]
             self.totals.tool_calls += 1
             return [f"{t}      [cyan]tool {esc(name)}[/] [dim]#{esc(f.rpc_id)}[/] "
-                    f"{escape(short(p.get('arguments'), self.width // 2))}"]
+                    f"{esc(short(p.get('arguments'), self.width // 2))}"]
         if f.method == "ping":
             return [f"{t} [dim]> ping[/]"]
         shown = {k: v for k, v in p.items() if k != "_meta"}
-        return [f"{t} > {esc(f.method)}" + (f" {escape(short(shown, self.width // 2))}" if shown else "")]
+        return [f"{t} > {esc(f.method)}" + (f" {esc(short(shown, self.width // 2))}" if shown else "")]
 
     def response(self, f: Frame, t: str, p: dict, req: Any, took: str) -> list[str]:
         method = req[0] if req else "?"
@@ -76,7 +74,7 @@ class McpTimeline(RpcRenderer):
                     r = r if isinstance(r, dict) else {}
                     asks.append(f"{r.get('method')} {labels.ask(r.get('method'), r.get('params'))}".strip())
                 return [f"{t}      [yellow]input required[/] by {esc(name)} (round {rnd + 1}): "
-                        f"{escape(short('; '.join(asks), self.width))}"]
+                        f"{esc(short('; '.join(asks), self.width))}"]
             rounds = f" ({rnd} input round{'s' if rnd != 1 else ''})" if rnd else ""
             text = " ".join(str(c.get("text")) for c in p.get("content") or []
                             if isinstance(c, dict) and c.get("type") == "text")
@@ -94,17 +92,17 @@ class McpTimeline(RpcRenderer):
                     f"{esc(info.get('version'))}, versions {esc(p.get('supportedVersions'))}{took}[/]"]
         if method == "tools/list":
             names = [str(x.get("name")) for x in p.get("tools") or [] if isinstance(x, dict)]
-            return [f"{t} [dim]< tools/list: {len(names)} tools ({escape(short(', '.join(names), 60))}){took}[/]"]
+            return [f"{t} [dim]< tools/list: {len(names)} tools ({esc(short(', '.join(names), 60))}){took}[/]"]
         shown = {k: v for k, v in p.items() if k not in ("_meta", "resultType")}
-        return [f"{t} [dim]< {esc(method)} {escape(short(shown, 60))}{took}[/]"]
+        return [f"{t} [dim]< {esc(method)} {esc(short(shown, 60))}{took}[/]"]
 
     def notification(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "notifications/progress":
             return [f"{t}      [dim]progress {esc(p.get('progress'))}/{esc(p.get('total'))} "
-                    f"{escape(short(p.get('message'), 60))}[/]"]
+                    f"{esc(short(p.get('message'), 60))}[/]"]
         if f.method == "notifications/message":
             return [f"{t}      [dim]log {esc(p.get('level'))}: "
-                    f"{escape(short(p.get('data'), self.width))}[/]"]
+                    f"{esc(short(p.get('data'), self.width))}[/]"]
         return super().notification(f, t, p)
 
     def summary(self) -> list[str]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from ..render import Renderer, count, esc, fmt_ms, initialized, short
 from ..text import as_dict
 
@@ -42,7 +40,7 @@ class WireTimeline(Renderer):
         if call is None:
             return []
         head, args = call
-        return [head + escape(short("".join(args), self.width // 2))]
+        return [head + esc(short("".join(args), self.width // 2))]
 
     def frame(self, f: Frame, msg: Any) -> list[str]:
         if f.msg_type == "ToolCallPart" and self._pending_call:
@@ -69,9 +67,9 @@ class WireTimeline(Renderer):
         if f.kind == "request":
             self._client_reqs[f.rpc_id] = (f.method, f.mono_ns)
             if f.method == "prompt":
-                return [f"{t} [bold cyan]> prompt[/] {escape(short(p.get('user_input'), self.width))}"]
+                return [f"{t} [bold cyan]> prompt[/] {esc(short(p.get('user_input'), self.width))}"]
             if f.method in ("cancel", "steer", "set_plan_mode", "replay"):
-                return [f"{t} [bold cyan]> {esc(f.method)}[/] {escape(short(p, self.width // 2))}"]
+                return [f"{t} [bold cyan]> {esc(f.method)}[/] {esc(short(p, self.width // 2))}"]
             if f.method == "initialize":
                 return [f"{t} [dim]> initialize (protocol {esc(p.get('protocol_version'))})[/]"]
             return [f"{t} > {esc(f.method)}"]
@@ -83,12 +81,12 @@ class WireTimeline(Renderer):
             wait = (f.mono_ns - mono) / 1e6
             if f.kind == "error":
                 return [f"{t}      [red]< client answered {esc(rtype)} with an error after {fmt_ms(wait)}: "
-                        f"{escape(short(p.get('message'), 60))}[/]"]
+                        f"{esc(short(p.get('message'), 60))}[/]"]
             if rtype == "ApprovalRequest":
                 self.totals.approval_wait_ms += wait
                 resp = p.get("response")
                 color = "green" if str(resp).startswith("approve") else "red"
-                fb = f" — {escape(short(p.get('feedback'), 50))}" if p.get("feedback") else ""
+                fb = f" — {esc(short(p.get('feedback'), 50))}" if p.get("feedback") else ""
                 return [f"{t}      [{color}]approval: {esc(resp)}[/] after [bold]{fmt_ms(wait)}[/]{fb}"]
             if rtype == "ToolCallRequest":
                 rv = as_dict(p.get("return_value"))
@@ -96,7 +94,7 @@ class WireTimeline(Renderer):
                         + (" [red](error)[/]" if rv.get("is_error") else "")]
             if rtype == "QuestionRequest":
                 return [f"{t}      question answered after [bold]{fmt_ms(wait)}[/]: "
-                        f"{escape(short(p.get('answers'), 60))}"]
+                        f"{esc(short(p.get('answers'), 60))}"]
             if rtype == "HookRequest":
                 return [f"{t}      hook {esc(p.get('action', 'allow'))} after {fmt_ms(wait)}"]
             return [f"{t}      {esc(rtype)} answered after {fmt_ms(wait)}"]
@@ -112,28 +110,28 @@ class WireTimeline(Renderer):
             if f.kind == "error":
                 self.totals.errors += 1
                 return [f"{t} [red]< {esc(method)} error {esc(p.get('code'))}: "
-                        f"{escape(short(p.get('message'), self.width))}[/]{took}"]
+                        f"{esc(short(p.get('message'), self.width))}[/]{took}"]
             if method == "prompt":
                 status = p.get("status")
                 color = "green" if status == "finished" else "yellow"
                 return [f"{t} [{color}]< prompt {esc(status)}[/]{took}"]
             if method == "initialize":
                 return [initialized(t, "initialize", p.get("server"), p.get("protocol_version"), took)]
-            return [f"{t} [dim]< {esc(method)} {escape(short(p, 60))}{took}[/]"]
+            return [f"{t} [dim]< {esc(method)} {esc(short(p, 60))}{took}[/]"]
         if f.method == "request":
             self._agent_reqs[f.rpc_id] = (mt, f.mono_ns, p)
             if mt == "ApprovalRequest":
                 self.totals.approvals += 1
                 who = f" (subagent {esc(p.get('agent_id'))})" if p.get("agent_id") else ""
                 return [f"{t}      [yellow]approval requested[/]{who}: "
-                        f"{escape(short(p.get('description'), self.width))}"]
+                        f"{esc(short(p.get('description'), self.width))}"]
             if mt == "ToolCallRequest":
                 return [f"{t}      [yellow]external tool request[/] {esc(p.get('name'))}"]
             if mt == "QuestionRequest":
                 raw_qs = p.get("questions")
                 qs = [as_dict(q) for q in raw_qs] if isinstance(raw_qs, list) else []
                 qs = qs or [{}]
-                return [f"{t}      [yellow]question[/]: {escape(short(qs[0].get('question'), self.width))}"]
+                return [f"{t}      [yellow]question[/]: {esc(short(qs[0].get('question'), self.width))}"]
             if mt == "HookRequest":
                 return [f"{t}      [dim]hook request {esc(p.get('event'))} {esc(p.get('target'))}[/]"]
             return [f"{t}      request {esc(mt)}"]
@@ -144,7 +142,7 @@ class WireTimeline(Renderer):
         if mt == "TurnBegin" and not scope:
             self.totals.turns += 1
             self._turn = {"n": self.totals.turns, "mono": f.mono_ns, "tokens": 0, "steps": 0}
-            return [f"{t} [bold]── turn {self.totals.turns}[/] {escape(short(p.get('user_input'), self.width))}"]
+            return [f"{t} [bold]── turn {self.totals.turns}[/] {esc(short(p.get('user_input'), self.width))}"]
         if mt == "TurnEnd" and not scope:
             turn = self._turn
             dur = (f.mono_ns - turn["mono"]) / 1e6 if turn else None
@@ -215,13 +213,13 @@ class WireTimeline(Renderer):
                 return [f"{t}      [magenta]subagent {esc(sub_scope)} ({esc(p.get('subagent_type'))}) {what}[/]"]
             return self._event(f, t, et, ep, indent="  │ ", scope=sub_scope)
         if mt in ("SteerInput",):
-            return [f"{t}   [cyan]steer[/] {escape(short(p.get('user_input'), self.width))}"]
+            return [f"{t}   [cyan]steer[/] {esc(short(p.get('user_input'), self.width))}"]
         if mt in ("CompactionBegin", "CompactionEnd", "MCPLoadingBegin", "MCPLoadingEnd"):
             return [f"{t}   [dim]{esc(mt)}[/]"]
         if mt == "HookResolved":
             return [f"{t}   {indent}[dim]hook {esc(p.get('event'))} {esc(p.get('target'))}: {esc(p.get('action'))}[/]"]
         if mt == "Notification":
-            return [f"{t}   [dim]notification {escape(short(p.get('title'), 60))}[/]"]
+            return [f"{t}   [dim]notification {esc(short(p.get('title'), 60))}[/]"]
         if mt in ("HookTriggered", "ToolCallPart"):
             return []
         return [f"{t}   [dim]{esc(mt)}[/]"]
