@@ -19,6 +19,7 @@ orjson and the protocol adapters' name sets (`protocols/`), not on pydantic mode
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,13 +62,27 @@ def _id_text(value: Any) -> str | None:
 PAYLOAD_MAX = 1 << 20
 
 
+class Unstorable(Exception):
+    """A parsed payload that cannot be written back as JSON text (nested too deep for the
+    serialisers, or holding a non-finite number); the frame is stored with its raw bytes only."""
+
+
 def _dump(value: Any) -> str | None:
     if value is None:
         return None
     try:
         return orjson.dumps(value).decode()
-    except TypeError:  # ints beyond 64 bits
-        return json.dumps(value)
+    except TypeError as e:  # nested deeper than orjson's 254 levels, or ints beyond 64 bits
+        first = str(e)
+    # The stdlib's recursion depends on the caller's stack depth; a frame it cannot write is
+    # kept raw rather than killing the loader (one such frame once lost whole sessions).
+    try:
+        return json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise Unstorable(f"payload not stored: nested too deep to re-serialise ({first})") \
+            from None
+    except (ValueError, TypeError) as e:
+        raise Unstorable(f"payload not stored: {e}") from None
 
 
 def _no_payload(_value: Any) -> None:
@@ -95,20 +110,73 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire",
                              known=False)
         if not raw.strip():
             return Extracted("invalid", parse_error="empty line", known=False)
-        return Extracted("invalid", parse_error=f"not JSON: {e}", known=False)
-    if isinstance(obj, list):
-        ex = Extracted("invalid", payload=obj if values else _dump(obj), known=False,
-                       parse_error=f"JSON-RPC batch (array of {len(obj)}) is not supported")
-    elif not isinstance(obj, dict):
-        ex = Extracted("invalid", payload=obj if values else _dump(obj), known=False,
-                       parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
-    else:
-        # Serialising a payload that would be dropped anyway costs milliseconds on MB frames.
-        ex = _classify_obj(obj, direction, protocol,
-                           _value if values else _dump if len(raw) <= PAYLOAD_MAX
-                           else _no_payload, detect)
+        if "depth limit" in str(e) or "recursion" in str(e).lower():
+            return Extracted("invalid", parse_error=f"nested deeper than {PARSE_DEPTH} levels: "
+                                                    f"not parsed, raw bytes kept ({e})",
+                             known=False)
+        obj = _stdlib_loads(raw) if "infinity" in str(e) else _FAILED
+        if obj is _FAILED:
+            return Extracted("invalid", parse_error=f"not JSON: {e}", known=False)
+    try:
+        ex = _classify_value(obj, raw, direction, protocol, detect, values)
+    except Unstorable as e:
+        # the same frame judged again without its payload: kind, method and id stay known
+        ex = _classify_value(obj, raw, direction, protocol, detect, False, _no_payload)
+        ex.parse_error = f"{ex.parse_error}; {e}" if ex.parse_error else str(e)
     if values:
         ex.obj = obj
+    return ex
+
+
+PARSE_DEPTH = 1024  # orjson's nesting limit when parsing
+_FAILED = object()
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    """A frame orjson refuses only for a number beyond a double (an id of 400 digits): the
+    stdlib parses big integers exactly. NaN and Infinity stay refused, as JSON has none."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(name)
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if value in (math.inf, -math.inf):  # orjson would write null for it
+            raise ValueError(text)
+        return value
+    try:
+        return json.loads(raw, parse_constant=no_constant, parse_float=finite)
+    except (ValueError, RecursionError):  # includes int digit limits and JSONDecodeError
+        return _FAILED
+
+
+def _exact_number_id(raw: bytes) -> str | None:
+    """The id's text as the frame wrote it, for a numeric id orjson made a float of (integers
+    beyond 64 bits become floats, and two such ids would compare equal)."""
+    try:
+        obj = json.loads(raw, parse_int=str, parse_float=str,
+                         parse_constant=lambda name: name)
+    except (ValueError, RecursionError):
+        return None
+    value = obj.get("id") if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _classify_value(obj: Any, raw: bytes, direction: str, protocol: str | None, detect: bool,
+                    values: bool, dump: Callable[[Any], Any] | None = None) -> Extracted:
+    if dump is None:
+        # Serialising a payload that would be dropped anyway costs milliseconds on MB frames.
+        dump = _value if values else _dump if len(raw) <= PAYLOAD_MAX else _no_payload
+    if isinstance(obj, list):
+        return Extracted("invalid", payload=dump(obj), known=False,
+                         parse_error=f"JSON-RPC batch (array of {len(obj)}) is not supported")
+    if not isinstance(obj, dict):
+        return Extracted("invalid", payload=dump(obj), known=False,
+                         parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
+    ex = _classify_obj(obj, direction, protocol, dump, detect)
+    if isinstance(obj.get("id"), float):
+        exact = _exact_number_id(raw)
+        if exact is not None:
+            ex.rpc_id = exact
     return ex
 
 

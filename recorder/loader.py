@@ -124,6 +124,32 @@ class Ingest:
         self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
+        seq, rows, frames = self.seq, len(self.rows), self.frame_count
+        try:
+            self._frame_unguarded(stream, raw, newline, mono, wall)
+        except Exception as e:
+            # One frame must never cost the session: whatever went wrong with it (a bug, a
+            # payload nothing can handle), it is stored raw with the error and loading goes on.
+            if len(self.rows) > rows:  # its row is buffered already
+                return
+            self.seq = seq
+            error = f"not classified ({type(e).__name__}: {e}); raw bytes kept"
+            if self.redact is not None:
+                try:
+                    raw = self.redact(raw)
+                except Exception:  # never store what redaction could not look at
+                    error = (f"not redacted ({type(e).__name__}: {e}); its {len(raw)} bytes "
+                             f"are withheld")
+                    raw = b""
+            if stream != STDERR:
+                self.frame_count = frames + 1
+                self.invalid += 1
+            self._row(mono, wall, STREAM_NAMES[stream], raw, newline,
+                      Extracted("stderr" if stream == STDERR else "invalid", known=False,
+                                parse_error=error))
+
+    def _frame_unguarded(self, stream: int, raw: bytes, newline: bool, mono: int,
+                         wall: int) -> None:
         direction = STREAM_NAMES[stream]
         if self.redact is not None:
             raw = self.redact(raw)
@@ -174,6 +200,8 @@ class Ingest:
         try:
             ev = orjson.loads(payload)
         except orjson.JSONDecodeError:
+            ev = {"event": "proxy_error", "error": "unreadable spool event"}
+        if not isinstance(ev, dict):
             ev = {"event": "proxy_error", "error": "unreadable spool event"}
         name = ev.get("event", "unknown")
         if name in EOF_EVENTS:
@@ -425,6 +453,30 @@ def orphan_spools(db: str) -> list[str]:
                   and spool_is_orphan(os.path.join(folder, n)))
 
 
+FAILED_SUFFIX = ".failed"
+
+
+def keep_failed(spool_path: str) -> str:
+    """Set a spool that could not be loaded aside, beside its DB, under a name no later proxy
+    picks up as an orphan (it would fail on it again); returns where it is now."""
+    target = spool_path + FAILED_SUFFIX
+    if spool_path.endswith(FAILED_SUFFIX) or not os.path.exists(spool_path):
+        return spool_path
+    n = 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{spool_path}.{n}{FAILED_SUFFIX}"
+    try:
+        os.rename(spool_path, target)
+    except OSError:
+        return spool_path
+    return target
+
+
+def failure_text(e: BaseException) -> str:
+    return e.one_line() if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
+
+
 def main(argv: list[str]) -> int:
     # A Ctrl-C or hang-up meant for the agent must not cut the recording short.
     for sig in (signal.SIGINT, signal.SIGHUP):
@@ -446,7 +498,9 @@ def main(argv: list[str]) -> int:
         try:
             ingest_spool(orphan, follow=False)
         except Exception as e:
-            _say(f"could not recover {orphan}: {e}")
+            kept = keep_failed(orphan)
+            _say(f"could not recover {orphan} ({failure_text(e)}); it is kept as {kept}: run "
+                 f"`{PROXY} recover {kept}` once that is fixed")
     return 0
 
 
