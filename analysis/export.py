@@ -84,13 +84,21 @@ def jsonl_record(f: Frame, mono_start_ns: int) -> dict:
            "t_ms": round((f.mono_ns - mono_start_ns) / 1e6, 3) if f.mono_ns is not None else None,
            "direction": f.direction, "kind": f.kind, "method": f.method, "rpc_id": f.rpc_id,
            "type": f.msg_type, "byte_len": f.byte_len}
+    deep = False
     if f.payload is not None:
-        rec["payload"] = orjson.loads(f.payload)
+        try:
+            payload = orjson.loads(f.payload)
+            orjson.dumps(payload)
+            rec["payload"] = payload
+        except (orjson.JSONDecodeError, TypeError):
+            # nested deeper than orjson writes (254 levels): the frame's bytes stand in for it
+            deep = True
+            rec["payload_note"] = "nested too deep to export parsed; see text (or b64)"
     if f.parse_error:
         rec["parse_error"] = f.parse_error
     # frames over PAYLOAD_MAX have no payload: their bytes are the only copy of the content
-    if f.kind in ("invalid", "stderr") or (f.payload is None and f.byte_len is not None
-                                           and f.byte_len > PAYLOAD_MAX):
+    if deep or f.kind in ("invalid", "stderr") or (f.payload is None and f.byte_len is not None
+                                                   and f.byte_len > PAYLOAD_MAX):
         try:
             rec["text"] = bytes(f.raw).decode("utf-8")
         except UnicodeDecodeError:
