@@ -205,3 +205,28 @@ def test_fuzz_hostile_streams_through_the_real_proxy(tmp_path_factory, lines, ta
             assert [(bytes(f.raw), f.newline) for f in frames] == expected
         else:
             assert len(frames) + lost >= len(expected)
+
+
+def test_a_frame_whose_step_fails_is_stored_raw_and_loading_goes_on(tmp_path):
+    """Whatever breaks on one frame (here the classifier itself), that frame is stored raw with
+    the error and the frames around it are classified as usual."""
+    from wire_recorder.recorder.loader import Ingest
+    from wire_recorder.recorder.spool import C2A
+
+    ing = Ingest(store=None, meta={"session_id": "g", "started_wall_ns": 1,
+                                   "cwd": str(tmp_path)})
+    real = ing.classifier
+
+    def flaky(raw: bytes, direction: str):
+        if raw == b"boom":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(raw, direction)
+
+    ing.classifier = flaky  # type: ignore[assignment]
+    ing.data(C2A, ORDINARY + b"\nboom\n" + ORDINARY + b"\n", 1, 1)
+    kinds = [(r[COLUMNS.index("raw")], r[COLUMNS.index("kind")]) for r in ing.rows]
+    assert kinds == [(ORDINARY, "notification"), (b"boom", "invalid"),
+                     (ORDINARY, "notification")]
+    assert "RecursionError" in ing.rows[1][COLUMNS.index("parse_error")]
+    assert [r[COLUMNS.index("seq")] for r in ing.rows] == [1, 2, 3]
+    assert ing.frame_count == 3 and ing.invalid == 1
