@@ -182,7 +182,7 @@ hostile_line = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(lines=st.lists(hostile_line, min_size=1, max_size=8), tail=st.booleans())
 def test_fuzz_hostile_streams_through_the_real_proxy(tmp_path_factory, lines, tail):
