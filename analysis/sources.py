@@ -32,8 +32,11 @@ from wire_recorder.recorder.store import (
     SCHEMA_VERSION,
     SESSION_COLUMNS,
     SESSIONS_DDL,
+    damaged,
     frame_select,
     is_duckdb_file,
+    is_lock_error,
+    schema_version,
 )
 
 from .inputs import expand, files_below
@@ -108,23 +111,21 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
         con.execute(f"ATTACH {_sql_str(path)} AS {alias} (READ_ONLY)")
     except duckdb.Error as e:
         msg = str(e)
-        if "lock" in msg.lower():
+        if is_lock_error(msg):
             raise DBLocked(f"{path} is in use by another process (still recording?)",
                            "wait for the session to end, or follow it live with "
                            "wire-show --follow") from None
-        first = msg.splitlines()[0] if msg else type(e).__name__
-        raise NotARecording(f"cannot open {path}: {first}") from None
+        raise damaged(path, e) from None
     try:
-        row = con.execute(
-            f"SELECT value FROM {alias}.meta WHERE key = 'schema_version'").fetchone()
-    except duckdb.CatalogException:
-        row = None
-    if row is None:
+        found = schema_version(con, path, alias)
+    except duckdb.Error as e:
+        raise damaged(path, e) from None
+    if found is None:
         raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
-    if int(row[0]) > SCHEMA_VERSION:
-        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {row[0]}; this "
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {found}; this "
                            f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
-    return int(row[0])
+    return found
 
 
 def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:

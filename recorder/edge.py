@@ -74,9 +74,29 @@ def entry(app: Any, prog: str,
         except (BrokenPipeError, _PipeClosed):
             _silence_stdout()
             return 0
+        except Exception as e:
+            # a recording damaged past its header (a flipped byte in a data block) is met
+            # only when that block is read, anywhere in a reader: still one line, exit 2
+            if not _damaged_file(e):
+                raise
+            first = (str(e).splitlines() or [type(e).__name__])[0]
+            say(prog, f"a recording is damaged or not readable: {first} "
+                      "(restore it from a copy, or re-import its transcript)")
+            return 2
 
     main.__doc__ = f"`{prog}` as a console script: main(argv) -> exit code."
     return main
+
+
+# what DuckDB says when a file's bytes are not what it wrote (checked without importing it)
+_DAMAGE_WORDS = ("corrupt database file", "could not read enough bytes", "checksum")
+
+
+def _damaged_file(e: BaseException) -> bool:
+    if not type(e).__module__.lstrip("_").startswith("duckdb"):
+        return False
+    low = str(e).lower()
+    return any(w in low for w in _DAMAGE_WORDS)
 
 
 def _is_typer(app: Any) -> bool:

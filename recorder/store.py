@@ -134,15 +134,29 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         return duckdb.connect(path, config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
     except duckdb.IOException as e:
         msg = str(e)
-        if "lock" in msg.lower():
+        if is_lock_error(msg):
             holder = ""
             if "PID" in msg:
                 holder = " (" + msg[msg.index("PID"):].split(")")[0].strip() + ")"
             raise DBLocked(f"{path} is in use by another process{holder}",
                            "wait for its recording to finish, or use another file") from None
-        raise NotARecording(f"cannot open {path}: {msg.splitlines()[0]}") from None
+        raise damaged(path, e) from None
     except duckdb.Error as e:
-        raise NotARecording(f"cannot open {path}: {str(e).splitlines()[0]}") from None
+        raise damaged(path, e) from None
+
+
+def is_lock_error(msg: str) -> bool:
+    """DuckDB's words for a file another process holds. Not any "lock": a damaged file's
+    message names a "block"."""
+    low = msg.lower()
+    return "could not set lock" in low or "conflicting lock" in low
+
+
+def damaged(path: str, e: BaseException) -> NotARecording:
+    """A DuckDB file that DuckDB cannot read (cut short, bytes flipped), as one line."""
+    first = (str(e).splitlines() or [type(e).__name__])[0]
+    return NotARecording(f"{path} is damaged or not readable as a recording: {first}",
+                         "restore it from a copy, or re-import its transcript")
 
 
 def _drop_if_empty(path: str) -> None:
@@ -168,12 +182,22 @@ def _drop_if_empty(path: str) -> None:
         os.close(fd)
 
 
-def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+def schema_version(con: duckdb.DuckDBPyConnection, path: str = "the file",
+                   catalog: str | None = None) -> int | None:
+    """The file's schema version; None when it has none. A version that is not a whole number
+    is NotARecording (a file made by hand, or damaged)."""
+    table = "meta" if catalog is None else f"{catalog}.meta"
     try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = con.execute(f"SELECT value FROM {table} WHERE key = 'schema_version'").fetchone()
     except duckdb.CatalogException:
         return None
-    return int(row[0]) if row else None
+    if not row:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise NotARecording(f"{path} is not a wire-recorder recording: its schema version "
+                            f"{str(row[0])[:40]!r} is not a number") from None
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -381,7 +405,14 @@ def open_store(path: str, read_only: bool = False) -> Store:
             raise
         return Store(path, con, False, version)
     con = _connect(path, read_only=True)
-    found = schema_version(con)
+    try:
+        found = schema_version(con, path)
+    except duckdb.Error as e:
+        con.close()
+        raise damaged(path, e) from None
+    except BaseException:
+        con.close()
+        raise
     if found is None:
         con.close()
         raise NotARecording(f"{path} is not a wire-recorder recording (no schema version)")

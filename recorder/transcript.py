@@ -488,8 +488,9 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
         raise TranscriptError(f"{_where(path, first + 1)}: transcript format {version}; this "
                               f"wire-recorder reads up to {FORMAT_VERSION}", "upgrade wire-recorder")
     assert isinstance(head, dict)
-    if not isinstance(head.get("session") or {}, dict):
-        raise TranscriptError(f"{_where(path, first + 1)}: \"session\" is not an object")
+    if not isinstance(head.get("session"), dict):
+        raise TranscriptError(f"{_where(path, first + 1)}: \"session\" is missing or not an "
+                              "object", 'the header is {"wire_transcript":2,"session":{...}}')
     paths = _expansions()
     session_raw = orjson.dumps(head.get("session") or {})
     if version >= 2:
