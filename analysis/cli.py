@@ -157,7 +157,7 @@ def import_cmd(
         )
 
         with Progress(TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                      TextColumn("{task.fields[name]}"), transient=True) as bar:
+                      TextColumn("{task.fields[name]}", markup=False), transient=True) as bar:
             task = bar.add_task("import", total=total, name="")
             results = import_files(paths, db, replace=replace,
                                    progress=lambda p, n: bar.update(task, advance=n,
