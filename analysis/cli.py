@@ -38,6 +38,10 @@ def query_cmd(
     fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f",
                                      help="table, csv, json or markdown"),
     max_cell: int = typer.Option(80, "--max-cell", help="shorten table cells to this width"),
+    unsafe: bool = typer.Option(False, "--unsafe", help="let the SQL reach files (read_csv, "
+                                "COPY TO, ATTACH, extensions): your SQL can then read and write "
+                                "any file you can. Without it the recordings are read-only and "
+                                "the SQL sees nothing else"),
 ):
     from .output import render
     from .query import query
@@ -45,7 +49,7 @@ def query_cmd(
     if len(args) < 2:
         raise UsageError("give at least one recording and the SQL",
                         'e.g. wire-query "sessions/*.db" "select * from turns"')
-    cols, rows = query(args[:-1], args[-1])
+    cols, rows = query(args[:-1], args[-1], unsafe=unsafe)
     if cols:
         render(cols, rows, fmt, max_cell=max_cell)
 
@@ -184,7 +188,9 @@ def export_cmd(
     from .export import export_file, export_parquet, write_jsonl, write_transcript
     from .sources import open_workspace
 
-    with open_workspace(dbs, materialize=False) as ws:
+    # the workspace is locked like wire-query's: Parquet goes to --out, and nowhere else
+    with open_workspace(dbs, materialize=False, out_dir=out if fmt is ExportFormat.PARQUET
+                        else None) as ws:
         if fmt is ExportFormat.PARQUET:
             if not out:
                 raise UsageError("--format parquet needs --out FOLDER")

@@ -22,6 +22,7 @@ from wire_recorder.recorder.errors import (
     DBLocked,
     NoRecordings,
     NotARecording,
+    QueryError,
     SchemaTooNew,
     UserError,
 )
@@ -32,6 +33,7 @@ from wire_recorder.recorder.store import (
     SCHEMA_VERSION,
     SESSION_COLUMNS,
     SESSIONS_DDL,
+    check_base_tables,
     damaged,
     frame_select,
     is_duckdb_file,
@@ -117,6 +119,7 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
                            "wire-show --follow") from None
         raise damaged(path, e) from None
     try:
+        check_base_tables(con, path, alias)
         found = schema_version(con, path, alias)
     except duckdb.Error as e:
         raise damaged(path, e) from None
@@ -157,13 +160,17 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 
 def open_workspace(specs: list[str], memory_limit: str = "2GB",
-                   materialize: bool = True) -> Workspace:
+                   materialize: bool = True, unsafe: bool = False,
+                   out_dir: str | None = None) -> Workspace:
     """Attach every input and install the views. Raises UserError subclasses for bad input.
-    materialize: compute the shared `wr_events` once (worth it whenever a derived view is read)."""
+    materialize: compute the shared `wr_events` once (worth it whenever a derived view is read).
+    Then SQL on the connection has no file access (`lock`) unless `unsafe`; `out_dir` is the one
+    folder it may write (wire-export's Parquet)."""
     if not specs:
         raise NoRecordings("no recordings given", "pass one or more .db files or a glob")
     paths = expand_inputs(specs)
     con = duckdb.connect(":memory:")
+    readable: list[str] = []  # Parquet export folders: the only files the views read by path
     try:
         con.execute(f"SET memory_limit = {_sql_str(memory_limit)}")
         frame_parts: list[str] = []
@@ -173,6 +180,7 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
         have_memory = False
         for i, path in enumerate(paths):
             if os.path.isdir(path):
+                readable += [os.path.join(os.path.abspath(path), d, "") for d in ("frames", "sessions")]
                 fglob = _sql_str(os.path.join(path, "frames", "**", "*.parquet"))
                 sglob = _sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
                 src = f"read_parquet({fglob}, hive_partitioning = false, union_by_name = true)"
@@ -207,7 +215,42 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
         # the inputs are read-only: the protocols seen now are all the views will ever see
         present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
         install_views(con, temp=True, materialize=materialize, protocols=present)
+        if out_dir is not None:
+            readable.append(os.path.join(os.path.abspath(out_dir), ""))
+        if readable:
+            # the views read these folders lazily, after the lock (which does not cover them)
+            con.execute(f"SET allowed_directories = [{', '.join(map(_sql_str, readable))}]")
+        if not unsafe:
+            lock(con)
     except BaseException:
         con.close()
         raise
     return Workspace(con, paths)
+
+
+# Statements that reach outside the workspace even when external access is off: a file already
+# attached stays reachable (DETACH then ATTACH it writable), and an allowed folder is writable.
+_REFUSED = {"ATTACH", "DETACH", "COPY", "COPY_DATABASE", "EXPORT", "LOAD", "UPDATE_EXTENSIONS"}
+
+UNSAFE_HINT = "--unsafe lifts this: your SQL can then read and write any file you can"
+
+
+def lock(con: duckdb.DuckDBPyConnection) -> None:
+    """After setup: no file, extension or network access for whatever SQL runs next, and no way
+    for that SQL to turn it back on."""
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def check_statements(sql: str) -> None:
+    """Refuse the statements `lock` cannot stop (a locked workspace only)."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error:
+        return  # executing it gives DuckDB's own complaint
+    for st in statements:
+        name = getattr(st.type, "name", str(st.type))
+        if name in _REFUSED:
+            what = "INSTALL/LOAD" if name == "LOAD" else name.replace("_", " ")
+            raise QueryError(f"{what} is not allowed: the SQL reads the recordings and nothing "
+                             "else", UNSAFE_HINT)

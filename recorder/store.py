@@ -182,6 +182,24 @@ def _drop_if_empty(path: str) -> None:
         os.close(fd)
 
 
+RECORDER_TABLES = ("meta", "frames", "sessions")
+
+
+def check_base_tables(con: duckdb.DuckDBPyConnection, path: str, catalog: str | None = None) -> None:
+    """Refuse a file whose `meta`, `frames` or `sessions` is anything but a base table: a view
+    (or a macro) planted in an untrusted file would run its own SQL, e.g. read a local file, the
+    moment a reader selects from it. Checked before anything in the file is read."""
+    db = "current_database()" if catalog is None else "'" + catalog.replace("'", "''") + "'"
+    names = ", ".join(f"'{n}'" for n in RECORDER_TABLES)
+    rows = con.execute(
+        f"SELECT view_name, 'view' FROM duckdb_views() WHERE database_name = {db} "
+        f"AND schema_name = 'main' AND view_name IN ({names}) "
+        f"UNION ALL SELECT function_name, 'macro' FROM duckdb_functions() "
+        f"WHERE database_name = {db} AND function_name IN ({names})").fetchall()
+    if rows:
+        raise NotARecording(f"{path}: not a wire-recorder recording: {rows[0][0]} is a {rows[0][1]}")
+
+
 def schema_version(con: duckdb.DuckDBPyConnection, path: str = "the file",
                    catalog: str | None = None) -> int | None:
     """The file's schema version; None when it has none. A version that is not a whole number
@@ -406,6 +424,9 @@ def open_store(path: str, read_only: bool = False) -> Store:
         return Store(path, con, False, version)
     con = _connect(path, read_only=True)
     try:
+        check_base_tables(con, path)
+        # a reader needs no file but this one: whatever SQL the file holds cannot reach others
+        con.execute("SET enable_external_access = false")
         found = schema_version(con, path)
     except duckdb.Error as e:
         con.close()
