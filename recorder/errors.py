@@ -79,7 +79,8 @@ class TranscriptError(InputError):
 
 
 class SpoolError(InputError):
-    """A file given as a spool that is not one, or whose header is cut short."""
+    """A file given as a spool that is not one, or whose header is cut short; or a spool that
+    could not be loaded (kept beside the DB as `*.spool.failed`, never deleted)."""
 
 
 class QueryError(InputError):
