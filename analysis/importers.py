@@ -20,7 +20,7 @@ import orjson
 
 from wire_recorder.recorder.classify import classify
 from wire_recorder.recorder.errors import TranscriptError
-from wire_recorder.recorder.model import Frame, frame_row
+from wire_recorder.recorder.model import Frame, command_argv, frame_row
 from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
 from wire_recorder.recorder.redact import Redactor
 from wire_recorder.recorder.store import open_store
@@ -156,14 +156,9 @@ def redact_session(session: dict, frames: list[Frame],
     for k in ("name", "cwd"):
         if isinstance(session.get(k), str):
             session[k] = redactor.redact_text(session[k])
-    cmd = session.get("command")
-    if isinstance(cmd, str):
-        try:
-            cmd = orjson.loads(cmd)
-        except orjson.JSONDecodeError:
-            cmd = None
-    if isinstance(cmd, list):
-        session["command"] = [redactor.redact_text(str(a)) for a in cmd]
+    cmd = command_argv(session.get("command"))
+    if cmd is not None:
+        session["command"] = [redactor.redact_text(a) for a in cmd]
     tags = session.get("tags")
     if isinstance(tags, dict):
         session["tags"] = redactor.redact_json(tags)

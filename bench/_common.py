@@ -82,6 +82,20 @@ def write_all(fd: int, data) -> None:
         view = view[n:]
 
 
+def proxy_prefix(src: str | None) -> list[str] | None:
+    """The command that runs wire-proxy: the .venv's, or (src) the package in another source
+    tree, to compare two versions in one run. None (said why) when there is none."""
+    if src:
+        src = os.path.abspath(src)
+        os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
+        return [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
+                "from wire_recorder.recorder.proxy_cli import main; sys.exit(main())"]
+    if not os.path.exists(WIRE_PROXY):
+        say(f"{WIRE_PROXY} not found: install the package into .venv first")
+        return None
+    return [WIRE_PROXY]
+
+
 def proxy_argv(db: str, agent: list[str], *extra: str, wait: float = 900) -> list[str]:
     return [WIRE_PROXY, "-q", "--db", db, "--wait", str(wait), *extra, "--", *agent]
 

@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     ROOT,
-    WIRE_PROXY,
     TempDir,
     check_recording,
     is_loader_alive,
@@ -37,6 +36,7 @@ from _common import (  # noqa: E402
     median,
     pct,
     proxy_argv,
+    proxy_prefix,
     run_stream,
     say,
     spool_leftovers,
@@ -467,16 +467,9 @@ def main() -> int:
     mode = "quick" if args.quick else "full"
     cfg = CONFIGS[mode]
 
-    if args.src:
-        src = os.path.abspath(args.src)
-        os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
-        prefix = [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
-                  "from wire_recorder.recorder.proxy_cli import main; sys.exit(main())"]
-    else:
-        if not os.path.exists(WIRE_PROXY):
-            say(f"{WIRE_PROXY} not found: install the package into .venv first")
-            return 1
-        prefix = [WIRE_PROXY]
+    prefix = proxy_prefix(args.src)
+    if prefix is None:
+        return 1
 
     def proxy_cmd(db, agent, wait=900):
         return prefix + proxy_argv(db, agent, wait=wait)[1:]

@@ -33,11 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     ROOT,
-    WIRE_PROXY,
     Stream,
     TempDir,
     make_frame,
     proxy_argv,
+    proxy_prefix,
     run_stream,
     say,
     spool_leftovers,
@@ -166,16 +166,9 @@ def main() -> int:
     args = ap.parse_args()
     mode = "quick" if args.quick else "full"
     cfg = CONFIGS[mode]
-    if args.src:
-        src = os.path.abspath(args.src)
-        os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
-        prefix = [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
-                  "from wire_recorder.recorder.proxy_cli import main; sys.exit(main())"]
-    else:
-        if not os.path.exists(WIRE_PROXY):
-            say(f"{WIRE_PROXY} not found: install the package into .venv first")
-            return 1
-        prefix = [WIRE_PROXY]
+    prefix = proxy_prefix(args.src)
+    if prefix is None:
+        return 1
 
     def proxy_cmd(db: str, agent: list[str], extra: list[str]) -> list[str]:
         argv = proxy_argv(db, agent)

@@ -214,6 +214,17 @@ SESSIONS = Table("sessions", (
 SESSION_COLUMNS: tuple[str, ...] = SESSIONS.names
 
 
+def command_argv(command: Any) -> list[str] | None:
+    """A session's `command` as a list of strings: stored as a JSON array in text, handed around
+    as a list; None when it is neither."""
+    if isinstance(command, str):
+        try:
+            command = orjson.loads(command)
+        except orjson.JSONDecodeError:
+            return None
+    return [str(a) for a in command] if isinstance(command, list) else None
+
+
 def wall_ts(wall_ns: int) -> _dt.datetime:
     """Naive UTC: TIMESTAMPTZ would make every reader depend on pytz."""
     return _dt.datetime.fromtimestamp(wall_ns / 1e9, _dt.UTC).replace(tzinfo=None)

@@ -55,7 +55,7 @@ import orjson
 from . import protocols
 from .classify import Classifier, Extracted
 from .errors import TranscriptError, UserError
-from .model import SESSION_COLUMNS, Frame, frame_row
+from .model import SESSION_COLUMNS, Frame, command_argv, frame_row
 from .store import Store, open_store
 
 FORMAT_VERSION = 2
@@ -339,14 +339,8 @@ def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None =
     if aliases is None:
         aliases = Aliases()
     cwd = session.get("cwd")
-    command = session.get("command")
-    if isinstance(command, str):
-        try:
-            command = orjson.loads(command)
-        except orjson.JSONDecodeError:
-            command = None
     aliases.set_paths(cwd if isinstance(cwd, str) else None,
-                      [str(a) for a in command] if isinstance(command, list) else ())
+                      command_argv(session.get("command")) or ())
     racy = _adapter_racy(session.get("protocol"))
     out = [session_header(session, aliases)]
     last_agent: int | None = None
