@@ -312,10 +312,12 @@ class Redactor:
             return True
         return bool(self._literal_list) and any(v in raw for v in self._literal_list)
 
-    def _byte_rules(self, raw: bytes, checked: bool = False) -> bytes:
+    def _byte_rules(self, raw: bytes, may: bool | None = None) -> bytes:
+        """raw with the byte rules applied; `may`: what `_may_match(raw)` said, when the caller
+        asked it already."""
         out = raw
         found: list[bytes] = []
-        if checked or self._may_match(raw):
+        if self._may_match(raw) if may is None else may:
             plain, bounded = self._subber(found), self._subber(found, bounded=True)
             for rx, b in self._shapes:
                 out = rx.sub(bounded if b else plain, out)
@@ -340,7 +342,7 @@ class Redactor:
         may = self._may_match(raw)
         if self._fast and not may:
             return raw  # the hot path: most frames hold nothing any rule looks for
-        out = self._byte_rules(raw, checked=may) if may else self._byte_rules(raw)
+        out = self._byte_rules(raw, may)
         if len(raw) > HUGE_FRAME or not (may or self._paths):
             return out
         first = out.lstrip()[:1]
