@@ -26,13 +26,11 @@ from wire_recorder.recorder.errors import (
     SchemaTooNew,
     UserError,
 )
-from wire_recorder.recorder.model import COLUMNS, SESSIONS
+from wire_recorder.recorder.model import COLUMNS, FRAMES, SESSIONS
 from wire_recorder.recorder.store import (
     ADDED_COLUMNS,
-    FRAMES_DDL,
     SCHEMA_VERSION,
     SESSION_COLUMNS,
-    SESSIONS_DDL,
     check_base_tables,
     damaged,
     frame_select,
@@ -132,14 +130,9 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
 
 
 def _memory_tables(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(FRAMES_DDL.replace("frames", "mem_frames", 1).replace("IF NOT EXISTS ", ""))
-    con.execute(SESSIONS_DDL.replace("sessions", "mem_sessions", 1).replace("IF NOT EXISTS ", ""))
-    for col, (_, sql_type) in ADDED_COLUMNS.items():
-        con.execute(f"ALTER TABLE mem_frames ADD COLUMN {col} {sql_type}")
-    for c in SESSIONS.columns:  # in table order, so that INSERT ... VALUES lines up
-        if c.since > 1:
-            con.execute(f"ALTER TABLE mem_sessions ADD COLUMN {c.name} {c.sql_type}")
-    con.execute("ALTER TABLE mem_sessions ADD COLUMN source_file VARCHAR")
+    # in registry order, so that INSERT ... VALUES lines up with SESSION_COLUMNS + source_file
+    con.execute(FRAMES.create_current("mem_frames"))
+    con.execute(SESSIONS.create_current("mem_sessions", "source_file VARCHAR"))
 
 
 def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:

@@ -58,6 +58,12 @@ class Table:
         cols = ",\n".join(f"    {c.ddl}" for c in self.columns if c.since == 1)
         return f"\nCREATE TABLE IF NOT EXISTS {self.name} (\n{cols}\n)"
 
+    def create_current(self, name: str, *extra: str) -> str:
+        """A table of this shape at the current schema, every column in registry order, under
+        another name (`extra`: more column definitions after them)."""
+        cols = ", ".join([c.ddl for c in self.columns] + list(extra))
+        return f"CREATE TABLE {name} ({cols})"
+
     def added_in(self, version: int) -> list[str]:
         """The statements that bring this table from schema version-1 to `version`."""
         return [f"ALTER TABLE {self.name} ADD COLUMN IF NOT EXISTS {c.ddl}"
