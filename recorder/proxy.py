@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -111,6 +112,37 @@ def _signals_for_main_thread_only() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _wait_for_exit(proc: subprocess.Popen) -> int:
+    """The agent's exit status, waiting so that a forwarded signal is never slept through. A bare
+    waitpid() is: when a signal's C-level handler runs after the interpreter last looked for
+    pending signals but before the main thread enters waitpid(), nothing interrupts the wait and
+    the Python handler (the forwarding) runs only once the agent exits by itself. Waiting on the
+    agent's pidfd and on the signal wakeup fd closes that window: the handler's byte on the
+    wakeup fd ends the wait, and the loop's next bytecode runs the Python handler."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd here: the plain wait
+        return proc.wait()
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    old = signal.set_wakeup_fd(w)
+    try:
+        while True:
+            rc = proc.poll()
+            if rc is not None:
+                return rc
+            select.select([pidfd, r], [], [])
+            try:
+                os.read(r, 512)
+            except BlockingIOError:
+                pass
+    finally:
+        signal.set_wakeup_fd(old)
+        for fd in (pidfd, r, w):
+            os.close(fd)
 
 
 def run_proxy(opts: ProxyOptions) -> int:
@@ -219,7 +251,7 @@ def run_proxy(opts: ProxyOptions) -> int:
 
     while True:
         try:
-            rc = proc.wait()
+            rc = _wait_for_exit(proc)
             break
         except KeyboardInterrupt:  # only if a handler could not be installed
             continue
