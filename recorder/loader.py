@@ -22,6 +22,7 @@ from .model import frame_row, wall_ts
 from .redact import Redactor
 from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
 from .store import DBLocked, Store, open_store
+from .workdir import store_workdir
 
 BATCH_ROWS = 50_000
 BATCH_BYTES = 16 << 20  # large frames: a batch of 50k x 2 MB would need 100 GB
@@ -384,6 +385,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         for note in ing.redactor.notes:
             _say(f"session {sid}: {note}")
         first.upsert_session(ing.session_values(None))
+        if not ing.skip_until:  # a resumed load (recover) has stored it already
+            store_workdir(first, meta, ing.redactor)
         stop = {"flag": False}
         if follow:
             signal.signal(signal.SIGTERM, lambda *_: stop.update(flag=True))

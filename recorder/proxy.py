@@ -37,6 +37,7 @@ class ProxyOptions:
     protocol: str | None = None
     record: bool = True
     redact: bool = True  # the loader redacts the stored copy (docs/design.md, "Redaction")
+    snapshot_workdir: bool = False  # the loader stores the work dir's files, not only a manifest
     quiet: bool = False
     loader_wait_s: float = 30.0
     max_pending: int | None = None
@@ -165,6 +166,7 @@ def run_proxy(opts: ProxyOptions) -> int:
         "host": socket.gethostname(),
         "quiet": opts.quiet,  # the loader's notes (protocol anomalies) follow -q too
         "redact": opts.redact,
+        "snapshot_workdir": opts.snapshot_workdir,
     }
     with _signals_for_main_thread_only():
         writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)

@@ -27,6 +27,8 @@ options:
   --no-record        relay only
   --no-redact        store frames as they are: no secrets replaced by placeholders
                      (redaction of the stored copy is on by default; relayed bytes never change)
+  --snapshot-workdir store the agent's work dir files too (bounded, redacted), not only
+                     their manifest: wire-replay then runs the agent in a copy of them
   --wait SECONDS     at exit, wait this long for the recording to be saved (default 30)
   -q, --quiet        no notes on stderr (problems are still reported)
   --version          print the version
@@ -87,6 +89,8 @@ def parse_args(argv: list[str]):
             opts.record = False
         elif arg == "--no-redact":
             opts.redact = False
+        elif arg == "--snapshot-workdir":
+            opts.snapshot_workdir = True
         elif arg in ("-h", "--help"):
             return "help"
         elif arg == "--version":
