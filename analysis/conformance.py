@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from wire_recorder.recorder import protocols
-from wire_recorder.recorder.errors import SessionNotFound, UserError
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.sessions import pick_session
 
 if TYPE_CHECKING:
     from wire_recorder.recorder.model import Frame
@@ -125,14 +126,7 @@ def check_frames(session: dict[str, Any], frames: Iterable[Frame]) -> list[Viola
 def _pick(sessions: list[dict[str, Any]], wanted: str | None, where: str) -> list[dict[str, Any]]:
     if wanted is None:
         return sessions
-    hits = [s for s in sessions if wanted in (s.get("session_id"), s.get("name"))] or \
-        [s for s in sessions if str(s.get("session_id")).startswith(wanted)]
-    if len(hits) != 1:
-        names = ", ".join(str(s.get("name") or s.get("session_id")) for s in sessions[:5])
-        what = "no session" if not hits else f"{len(hits)} sessions"
-        raise SessionNotFound(f"{where} has {what} matching {wanted!r}",
-                              f"sessions there: {names}")
-    return hits
+    return [pick_session(sessions, wanted, where)]
 
 
 def sessions_of(source: str | Store, session: str | None = None

@@ -24,9 +24,9 @@ from wire_recorder.recorder.errors import (
     NotARecording,
     QueryError,
     SchemaTooNew,
-    UserError,
 )
 from wire_recorder.recorder.model import COLUMNS, FRAMES, SESSIONS
+from wire_recorder.recorder.sessions import pick_session
 from wire_recorder.recorder.store import (
     ADDED_COLUMNS,
     SCHEMA_VERSION,
@@ -63,25 +63,19 @@ class Workspace:
         return [r[0] for r in self.con.execute(
             "SELECT session_id FROM sessions ORDER BY started_at, session_id").fetchall()]
 
-    def resolve_session(self, session_id: str | None) -> str:
-        """The given id (or a unique prefix), or the only session there is."""
-        rows = self.con.execute(
-            "SELECT session_id FROM sessions ORDER BY started_at, session_id").fetchall()
-        ids = [r[0] for r in rows]
-        where = ", ".join(self.inputs) if len(self.inputs) < 4 else f"{len(self.inputs)} files"
-        if not ids:
-            raise NoRecordings(f"{where}: no sessions recorded")
-        if session_id is None:
-            if len(ids) == 1:
-                return ids[0]
-            raise UserError(f"{where} holds {len(ids)} sessions",
-                            "pick one with --session ID: " + ", ".join(ids[:5]))
-        hits = [s for s in ids if s == session_id] or [s for s in ids if s.startswith(session_id)]
-        if len(hits) != 1:
-            what = "no session" if not hits else f"{len(hits)} sessions"
-            raise UserError(f"{where} has {what} matching {session_id!r}",
-                            "sessions there: " + ", ".join(ids[:5]))
-        return hits[0]
+    def sessions(self) -> list[dict]:
+        """id and name of every session, oldest first."""
+        rows = self.con.execute("SELECT session_id, name FROM sessions "
+                                "ORDER BY started_at, session_id").fetchall()
+        return [{"session_id": r[0], "name": r[1]} for r in rows]
+
+    def where(self) -> str:
+        return ", ".join(self.inputs) if len(self.inputs) < 4 else f"{len(self.inputs)} files"
+
+    def resolve_session(self, wanted: str | None) -> str:
+        """The id of the session `wanted` names (exact name or id, or a unique prefix;
+        `recorder.sessions.pick_session`), or of the only session there is."""
+        return pick_session(self.sessions(), wanted, self.where())["session_id"]
 
 
 def expand_inputs(specs: list[str]) -> list[str]:
