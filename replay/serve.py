@@ -157,6 +157,8 @@ class _Serve:
                     self._serve_agent_frame(m)
                 elif m.index in answer_of:
                     self._check_answer(rec.msgs[answer_of[m.index]], m)
+                elif _is_answer(m):
+                    self._check_stray_answer(m)
                 else:
                     self._check_client_frame(m)
             if eof_at >= len(rec.msgs):
@@ -234,6 +236,29 @@ class _Serve:
                                         f"the client answered {describe(req)} with "
                                         f"{_short_answer(got)}, recorded {_short_answer(exp)}",
                                         exp, got, field_diff(exp, got)))
+
+    def _check_stray_answer(self, m: Msg) -> None:
+        """A response the recorded client sent to no request of the agent's (an id the agent
+        never used): the live client is expected to do the same, and is not kept waiting for
+        something else meanwhile."""
+        agent_ids = {r.id_key for r in self.rec.requests()}
+        live = self._wait_for(
+            lambda x: _is_answer(x) and (x.id_key == m.id_key or x.id_key not in agent_ids),
+            f"send {describe(m)}, to no request (as the recorded client did)")
+        if live is None:
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client closed its input instead of sending "
+                                        f"{describe(m)}, to no request"))
+            self.stopped = "client closed its input early"
+            raise _Stop
+        self.stats["answers_checked"] += 1
+        exp = self._answer_view(m, self.rec_norm)
+        got = self._answer_view(live, self.live_norm)
+        if exp != got:
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client sent {describe(live)} to no request, "
+                                        f"recorded {describe(m)}", exp, got,
+                                        field_diff(exp, got)))
 
     def _answer_view(self, m: Msg, norm: Normalizer) -> Any:
         v = norm.value(m)

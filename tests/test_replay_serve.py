@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
 
 import pytest
 
@@ -98,3 +100,24 @@ def test_serve_writes_a_junit_report(tmp_path):
     xml = report.read_text()
     assert "<failure" in xml
     assert "recorded 'approve'" in xml or "recorded &apos;approve&apos;" in xml
+
+
+def test_a_stray_client_response_serves_green(tmp_path):
+    """A recorded client that sent a response to an id the agent never used: a client doing the
+    same is green under --serve (was: a 30 s wait for a request, then exit 1). The client here is
+    the recorded client itself, played byte for byte by wire-replay against the stand-in."""
+    lines = (SAMPLES / "approve_shell.jsonl").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if '"response":"approve"' in ln and '"c2a"' in ln)
+    stray = '{"dir":"c2a","frame":{"jsonrpc":"2.0","id":"stray-1","result":{"response":"approve"}}}'
+    lines.insert(at + 1, stray)
+    rec = tmp_path / "stray.jsonl"
+    rec.write_text("\n".join(lines) + "\n")
+    report = tmp_path / "serve.json"
+    p = subprocess.run([WIRE_REPLAY, str(rec), "--json", "--frame-timeout", "10", "--",
+                        WIRE_REPLAY, str(rec), "--serve", "--frame-timeout", "10",
+                        "--report", str(report)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    served = json.loads(report.read_text())
+    assert served["ok"], served
+    assert served["stats"]["answers_checked"] == 2  # the approval and the stray response
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-2000:])
