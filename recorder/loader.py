@@ -20,7 +20,7 @@ from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
 from .redact import Redactor
-from .spool import A2C, C2A, EVENT, STDERR, STREAM_NAMES, SpoolReader
+from .spool import A2C, C2A, DATA_STREAMS, EVENT, STDERR, STREAM_NAMES, SpoolReader, read_counters
 from .store import DBLocked, Store, open_store
 from .workdir import store_workdir
 
@@ -38,6 +38,7 @@ MAX_BUFFERED_BYTES = 64 << 20
 LOCKED_AT_START_S = 2.0  # a reader's brief lock is waited out; a writer's means a sibling file
 FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
+AFTER_EXIT = "sent after the agent exited (never delivered)"
 
 
 def _say(msg: str) -> None:
@@ -89,6 +90,13 @@ class Ingest:
         self.skip_until = resume_after  # rows already in the DB from an earlier, cut-off load
         self.partial: dict[int, list[bytes]] = {C2A: [], A2C: [], STDERR: []}
         self.after_gap: set[int] = set()
+        self.before_gap: set[int] = set()
+        # what the spool held and what its gap markers said was lost, per data stream:
+        # [bytes, newlines] each, to set against the relay's own counters at the end
+        self.spooled = {s: [0, 0] for s in DATA_STREAMS}
+        self.marked = {s: [0, 0] for s in DATA_STREAMS}
+        self.agent_exited = False
+        self.last_mono_ns = meta.get("mono_start_ns") or 0
         self.rows: list[tuple] = []
         self.row_bytes = 0
         self._ts_wall: int | None = None
@@ -167,6 +175,12 @@ class Ingest:
             self.after_gap.discard(stream)
             ex.kind = "invalid"
             ex.parse_error = "recording gap: the start of this frame was not recorded"
+        if stream in self.before_gap:
+            self.before_gap.discard(stream)
+            ex.kind = "invalid"
+            ex.parse_error = "recording gap: the rest of this frame was not recorded"
+        if stream == C2A and self.agent_exited and not ex.anomaly:
+            ex.anomaly = AFTER_EXIT
         self._row(mono, wall, direction, raw, newline, ex)
 
     def _flush_partial(self, stream: int, mono: int, wall: int) -> None:
@@ -179,10 +193,13 @@ class Ingest:
         parts = self.partial[stream]
         start = 0
         find = data.find
+        spooled = self.spooled[stream]
+        spooled[0] += len(data)
         while True:
             nl = find(b"\n", start)
             if nl < 0:
                 break
+            spooled[1] += 1
             if parts:
                 # Partial frames are kept as a list of chunks: joining per read is O(n^2).
                 parts.append(data[start:nl])
@@ -209,17 +226,24 @@ class Ingest:
             self._flush_partial(EOF_EVENTS[name], mono, wall)
         elif name == "recording_gap":
             streams = [s for s, n in STREAM_NAMES.items() if n == ev.get("stream")] or [C2A, A2C, STDERR]
+            frames, nbytes = int(ev.get("frames") or 0), int(ev.get("bytes") or 0)
             for s in streams:
                 if s != EVENT:
                     if self.partial.get(s):
-                        self.partial[s] = []
+                        # the start of a frame whose rest is missing: kept, and said so
+                        self.before_gap.add(s)
+                        self._flush_partial(s, mono, wall)
                     self.after_gap.add(s)
-            self.lost_frames += int(ev.get("frames") or 0)
-            self.lost_bytes += int(ev.get("bytes") or 0)
+            if len(streams) == 1 and streams[0] in self.marked:
+                self.marked[streams[0]][0] += nbytes
+                self.marked[streams[0]][1] += frames
+            self.lost_frames += frames
+            self.lost_bytes += nbytes
         elif name == "spawn":
             self.agent_pid = ev.get("pid")
         elif name == "exit":
             self.exit = ev
+            self.agent_exited = True
         if name == "end":
             for s in (C2A, A2C, STDERR):
                 self._flush_partial(s, mono, wall)
@@ -236,6 +260,7 @@ class Ingest:
     def feed(self, records) -> None:
         for r in records:
             self.last_wall_ns = r.wall_ns
+            self.last_mono_ns = r.mono_ns
             if r.stream == EVENT:
                 self.event(r.data, r.mono_ns, r.wall_ns)
             else:
@@ -294,10 +319,36 @@ class Ingest:
                 values["exit_signal"] = self.exit.get("signal")
         return values
 
-    def finish(self, end_reason: str) -> bool:
+    def reconcile(self, counters: tuple[list[int], int | None] | None) -> None:
+        """Set what the spool holds against what the relay counted (spool version 2): whatever
+        was relayed but is neither in the spool nor under a gap marker (the proxy killed before
+        its writer wrote it, a record cut by a failed write, a disk too full for the marker) gets
+        its gap row now, so `lost_frames` is exact whatever happened."""
+        if counters is None:
+            return
+        counted, exit_status = counters
+        if self.exit is None and exit_status is not None:
+            self.exit = {"exit_status": exit_status, "signal": None}
+        why = ("relayed but not written to the spool (a failed write, or after it closed)"
+               if self.ended else
+               "relayed but not in the spool: the proxy ended before writing it (killed, or "
+               "the disk was full)")
+        for s in DATA_STREAMS:
+            nbytes = counted[s] - self.spooled[s][0] - self.marked[s][0]
+            frames = counted[s + 3] - self.spooled[s][1] - self.marked[s][1]
+            if nbytes > 0 or frames > 0:
+                self.event(orjson.dumps({"event": "recording_gap", "stream": STREAM_NAMES[s],
+                                         "bytes": max(nbytes, 0), "frames": max(frames, 0),
+                                         "reason": why}),
+                           self.last_mono_ns, self.last_wall_ns or self.meta["started_wall_ns"])
+
+    def finish(self, end_reason: str, counters: tuple[list[int], int | None] | None = None) -> bool:
+        # A frame cut by the end keeps the time of the last record, not the time of recovery.
+        mono, wall = self.last_mono_ns, self.last_wall_ns or self.meta["started_wall_ns"]
+        self.reconcile(counters)
         for s in (C2A, A2C, STDERR):
             if self.partial[s]:
-                self._flush_partial(s, time.monotonic_ns(), self.last_wall_ns or time.time_ns())
+                self._flush_partial(s, mono, wall)
         if self.classifier.protocol is None and self.frame_count:
             self.classifier.protocol = "unknown"
         store = self.store.wait(FINISH_WAIT_S)
@@ -394,7 +445,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         end_reason = "agent_exit"
         quiet_since = time.monotonic()
         while True:
-            records = reader.read_available() if not ing.full else []
+            records = reader.read_available(final=not follow) if not ing.full else []
             if records:
                 ing.feed(records)
                 ing.flush(behind=reader.behind)
@@ -411,15 +462,18 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
                 time.sleep(0.05)
                 while records := reader.read_available():
                     ing.feed(records)
+                ing.feed(reader.read_available(final=True))
                 end_reason = "proxy_killed"
                 break
             if not ing.rows and time.monotonic() - quiet_since > IDLE_RELEASE_S:
                 handle.release()
             time.sleep(POLL_S)
-        if ing.ended and end_reason == "recovered":
+        counters = read_counters(spool_path)
+        if ing.ended or (end_reason == "proxy_killed" and counters and counters[1] is not None):
+            # (an exit the proxy saw but could not write the end of: a full disk)
             end_reason = "agent_exit"
-        torn = reader.torn_bytes
-        if not ing.finish(end_reason):
+        torn = reader.torn_bytes + reader.skipped_bytes
+        if not ing.finish(end_reason, counters):
             raise UserError(f"{db} stayed locked by another process for {FINISH_WAIT_S:.0f} s")
         reader.close()
         if (ing.anomalies or ing.invalid) and not meta.get("quiet"):
@@ -431,7 +485,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             _say(f"session {sid}: frames relayed untouched and recorded, but {'; '.join(bits)}: "
                  f"see `wire-show {db} --session {sid}`")
         if torn:
-            _say(f"the last {torn} bytes of {spool_path} were cut off mid-write and are not recorded")
+            _say(f"{torn} bytes of {spool_path} were cut off mid-write and are not recorded "
+                 f"(marked as a recording gap)")
         try:
             os.unlink(spool_path)
         except OSError:

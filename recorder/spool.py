@@ -4,36 +4,67 @@ The relay process must stay light (no duckdb, no JSON parsing), so it only appen
 here; the loader re-assembles frames. The file is the recovery log too: whatever reached it
 survives a SIGKILL of the proxy.
 
-Layout: MAGIC, one JSON line of session metadata, then records of
-``REC`` header (stream, length, monotonic ns, wall ns) + ``length`` bytes.
+Layout (version 2, `WIRESPOOL2`): a header page, then records.
+
+* header (HEADER_PAGE bytes or a multiple): MAGIC, the header's size, the counters block, the
+  length of the session metadata and the metadata as JSON (with a random `salt`), zero padding.
+* counters block: what the relay threads moved, per data stream (bytes and newlines), and the
+  agent's exit, kept in a shared mapping of the file. The relay updates it before it queues a
+  chunk, so after any end (a SIGKILL, a full disk) the loader knows exactly what was relayed
+  and marks whatever is missing from the records as a `recording_gap`.
+* record: a 36-byte header (SYNC, crc32 of the rest of the header, crc32 of the data, length,
+  stream, monotonic ns, wall ns; both checksums seeded with the salt, so bytes that merely look
+  like a record, e.g. a spool relayed through a proxy, never pass) + `length` bytes. A record cut
+  by a partial write (a full disk) fails its checksum and is skipped alone: the reader looks for
+  the next SYNC whose header checks, and the writer completes a cut record's length with zeros
+  once it can write again, so the reader is never left waiting for bytes that will not come.
+
+Version 1 (`WIRESPOOL1`: a JSON line, then 24-byte headers without checksums) is still read.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import mmap
 import os
 import struct
 import threading
 import time
+import zlib
 
 from .edge import PROXY, say
 from .errors import SpoolError
 
-MAGIC = b"WIRESPOOL1\n"
-REC = struct.Struct("<BxxxIQq")  # stream, length, mono_ns, wall_ns
+MAGIC_V1 = b"WIRESPOOL1\n"
+MAGIC = b"WIRESPOOL2\n"
+REC_V1 = struct.Struct("<BxxxIQq")  # stream, length, mono_ns, wall_ns
+SYNC = b"\xf7WS\x02"
+REC_TAIL = struct.Struct("<IIBxxxQq")  # data crc, length, stream, mono_ns, wall_ns
+REC_HSIZE = 8 + REC_TAIL.size  # SYNC + header crc + tail
+_U32 = struct.Struct("<I")
+HEADER_PAGE = 4096
+# counters block at a fixed offset of the header page
+COUNTERS_OFFSET = 16
+COUNTERS = struct.Struct("<8q")  # bytes c2a/a2c/stderr, newlines c2a/a2c/stderr, exit flag, status
+_Q = struct.Struct("<q")
+META_LEN_OFFSET = COUNTERS_OFFSET + COUNTERS.size
+MAX_RECORD = 1 << 30
 
 C2A, A2C, STDERR, EVENT = 0, 1, 2, 3
 STREAM_NAMES = {C2A: "c2a", A2C: "a2c", STDERR: "stderr", EVENT: "proxy"}
 DATA_STREAMS = (C2A, A2C, STDERR)
+EXIT_KNOWN = 1  # the counters' flag word: the agent's exit status is in the last word
 
-# How long a chunk may sit in memory before it is on disk. This bounds what a SIGKILL can take.
+# How long a chunk may sit in memory before it is on disk. This bounds what a SIGKILL can take
+# while the disk keeps up.
 FLUSH_INTERVAL_S = 0.02
 # A burst wakes the writer early instead of letting the queue grow for a whole interval.
 WAKE_BYTES = 1 << 20
 # Past this many queued bytes (a stalled disk) chunks are dropped from the recording, counted,
-# and reported; the relay itself never waits for the disk.
+# and reported; the relay itself never waits for the disk (unless no_loss is asked for).
 DEFAULT_MAX_PENDING = 128 << 20
+_IOV_MAX = 512
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
@@ -43,18 +74,41 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[n:]
 
 
-_IOV_MAX = 512
+class PartialWrite(OSError):
+    """A write that failed after `done` bytes of the batch reached the file."""
+
+    def __init__(self, error: OSError, done: int):
+        super().__init__(error.errno, error.strerror)
+        self.done = done
 
 
-def writev_all(fd: int, parts: list) -> None:
-    """Append many buffers without joining them (a join copies every 64 KiB chunk again)."""
-    for i in range(0, len(parts), _IOV_MAX):
-        group = parts[i:i + _IOV_MAX]
-        n = os.writev(fd, group)
-        total = sum(len(p) for p in group)
-        if n < total:  # partial write: finish the rest the slow way
-            rest = b"".join(group)[n:]
-            write_all(fd, rest)
+def writev_all(fd: int, parts: list) -> int:
+    """Append many buffers without joining them (a join copies every 64 KiB chunk again).
+    Raises PartialWrite saying how many bytes did reach the file."""
+    done = 0
+    i = 0
+    try:
+        while i < len(parts):
+            group = parts[i:i + _IOV_MAX]
+            n = os.writev(fd, group)
+            done += n
+            total = sum(len(p) for p in group)
+            if n < total:  # partial write: finish the rest one buffer at a time
+                skip = n
+                for p in group:
+                    if skip >= len(p):
+                        skip -= len(p)
+                        continue
+                    view = memoryview(p)[skip:]
+                    skip = 0
+                    while view:
+                        k = os.write(fd, view)
+                        done += k
+                        view = view[k:]
+            i += _IOV_MAX
+    except OSError as e:
+        raise PartialWrite(e, done) from None
+    return done
 
 
 def _event_bytes(event: str, **data) -> bytes:
@@ -62,20 +116,43 @@ def _event_bytes(event: str, **data) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def _queue_full_gap(stream: int, chunks: int, nbytes: int, frames: int) -> tuple:
-    """The queue entry that marks chunks of one stream dropped because the disk fell behind."""
+def _gap_entry(stream: int, counts: list[int], reason: str) -> tuple:
+    chunks, nbytes, frames = counts
     return (EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(
         "recording_gap", stream=STREAM_NAMES[stream], chunks=chunks, bytes=nbytes,
-        frames=frames, reason="spool queue full (disk too slow)"))
+        frames=frames, reason=reason))
+
+
+QUEUE_FULL = "spool queue full (disk too slow)"
+AFTER_CLOSE = "relayed after the recording was closed"
+
+
+def header_bytes(meta: dict) -> bytes:
+    body = json.dumps(meta, separators=(",", ":")).encode()
+    used = META_LEN_OFFSET + 4 + len(body)
+    size = -(-used // HEADER_PAGE) * HEADER_PAGE
+    head = bytearray(size)
+    head[:len(MAGIC)] = MAGIC
+    _U32.pack_into(head, 12, size)
+    _U32.pack_into(head, META_LEN_OFFSET, len(body))
+    head[META_LEN_OFFSET + 4:used] = body
+    return bytes(head)
+
+
+def pack_record(salt: int, stream: int, mono: int, wall: int, data) -> bytes:
+    tail = REC_TAIL.pack(zlib.crc32(data, salt), len(data), stream, mono, wall)
+    return SYNC + _U32.pack(zlib.crc32(tail, salt)) + tail
 
 
 class SpoolWriter:
     """Queues chunks from relay threads and appends them to the spool from its own thread."""
 
     def __init__(self, path: str, meta: dict, *, max_pending: int = DEFAULT_MAX_PENDING,
-                 flush_interval: float = FLUSH_INTERVAL_S):
+                 flush_interval: float = FLUSH_INTERVAL_S, no_loss: bool = False):
         self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self.salt = int.from_bytes(os.urandom(4), "little")
+        meta = dict(meta, salt=self.salt)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         try:
             import fcntl
 
@@ -84,42 +161,68 @@ class SpoolWriter:
             fcntl.flock(self.fd, fcntl.LOCK_SH)
         except (ImportError, OSError):
             pass
-        write_all(self.fd, MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n")
+        try:
+            write_all(self.fd, header_bytes(meta))
+            self._map: mmap.mmap | None = mmap.mmap(self.fd, HEADER_PAGE)
+        except (OSError, ValueError):
+            os.close(self.fd)
+            os.unlink(path)
+            raise
         self.max_pending = max_pending
         self.flush_interval = flush_interval
+        self.no_loss = no_loss
         self._q: collections.deque = collections.deque()
         self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)
         self._pending = 0
+        self._counted = [0] * 6  # bytes and newlines per data stream, as in the counters block
         # chunks/bytes/newlines dropped per stream since the last gap marker
         self._dropped: dict[int, list[int]] = {}
         self.lost_chunks = 0
         self.lost_bytes = 0
         self.lost_frames = 0
         self.write_error: str | None = None
-        self._unwritten: list[tuple[int, int, int]] = []  # (chunks, bytes, frames) per failed batch
+        # per stream (chunks, bytes, frames) that failed to reach the file, not yet marked there
+        self._unwritten: dict[int, list[int]] = {}
+        self._debt = 0  # zero bytes that complete a record cut by a partial write
         self._wake = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
         self._thread.start()
 
     # -- called from relay threads -------------------------------------------------------------
+    def _count(self, stream: int, n: int, lines: int) -> None:
+        c = self._counted
+        c[stream] += n
+        c[stream + 3] += lines
+        m = self._map
+        if m is not None:
+            _Q.pack_into(m, COUNTERS_OFFSET + 8 * stream, c[stream])
+            _Q.pack_into(m, COUNTERS_OFFSET + 8 * (stream + 3), c[stream + 3])
+
     def put(self, stream: int, data: bytes) -> None:
         n = len(data)
+        # Counted before it is queued (and before it is relayed): whatever the process dies of,
+        # the loader can tell exactly what never reached the spool.
+        lines = data.count(b"\n")
         with self._lock:
-            # After close (a grandchild still writing once the agent is gone) nothing reaches
-            # the disk any more: count it like any other loss.
+            self._count(stream, n, lines)
+            if self.no_loss and not self._closed and self.write_error is None:
+                while (self._pending and self._pending + n > self.max_pending
+                       and not self._closed and self.write_error is None):
+                    self._wake.set()
+                    self._space.wait(0.5)
             if self._closed or self._pending + n > self.max_pending:
-                frames = data.count(b"\n")
                 d = self._dropped.setdefault(stream, [0, 0, 0])
                 d[0] += 1
                 d[1] += n
-                d[2] += frames
+                d[2] += lines
                 self.lost_chunks += 1
                 self.lost_bytes += n
-                self.lost_frames += frames
+                self.lost_frames += lines
                 return
             if stream in self._dropped:
-                self._q.append(_queue_full_gap(stream, *self._dropped.pop(stream)))
+                self._q.append(_gap_entry(stream, self._dropped.pop(stream), QUEUE_FULL))
             self._pending += n
             self._q.append((stream, time.monotonic_ns(), time.time_ns(), data))
             if self._pending > WAKE_BYTES:
@@ -129,47 +232,90 @@ class SpoolWriter:
         """Record a lifecycle event (spawn, exit, signal, proxy_error...)."""
         self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(event, **data)))
 
+    def set_exit(self, status: int) -> None:
+        """The agent's exit status, kept in the counters block: known even when the disk was too
+        full for the exit row."""
+        m = self._map
+        if m is not None:
+            _Q.pack_into(m, COUNTERS_OFFSET + 56, status)
+            _Q.pack_into(m, COUNTERS_OFFSET + 48, EXIT_KNOWN)
+
     # -- writer thread ------------------------------------------------------------------------
     def _drain(self) -> None:
         q = self._q
-        if not q:
+        if not q and not self._unwritten:
             return
-        parts = []
+        salt = self.salt
+        parts: list = []
+        # (first part index, stream, data length, newline-counting data or None) per record
+        spans: list[tuple[int, int, int, bytes | None]] = []
+        if self._debt:
+            parts.append(bytes(self._debt))
+            spans.append((0, -1, 0, None))
+        markers: list[int] = []  # the stream each gap marker below is for
+        for stream, counts in sorted(self._unwritten.items()):
+            markers.append(stream)
+            gap = _event_bytes("recording_gap", stream=STREAM_NAMES[stream], chunks=counts[0],
+                               bytes=counts[1], frames=counts[2],
+                               reason=f"spool write failed: {self.write_error}")
+            spans.append((len(parts), EVENT, 0, None))
+            parts.append(pack_record(salt, EVENT, time.monotonic_ns(), time.time_ns(), gap))
+            parts.append(gap)
         nbytes = 0
-        chunks = 0
-        frames = 0
         while q:
             stream, mono, wall, data = q.popleft()
-            parts.append(REC.pack(stream, len(data), mono, wall))
+            spans.append((len(parts), stream, len(data) if stream != EVENT else 0,
+                          data if stream != EVENT else None))
+            parts.append(pack_record(salt, stream, mono, wall, data))
             parts.append(data)
             if stream != EVENT:
                 nbytes += len(data)
-                chunks += 1
-        if self._unwritten:
-            # The disk failed earlier and works again: say in the spool what is missing.
-            c, b, f = map(sum, zip(*self._unwritten, strict=True))
-            gap = _event_bytes("recording_gap", stream="all", chunks=c, bytes=b, frames=f,
-                               reason=f"spool write failed: {self.write_error}")
-            parts.insert(0, gap)
-            parts.insert(0, REC.pack(EVENT, len(gap), time.monotonic_ns(), time.time_ns()))
         try:
             writev_all(self.fd, parts)
+            self._debt = 0
             self._unwritten.clear()
-        except OSError as e:
-            # A frame that cannot be recorded is counted and reported, never silently dropped.
-            if self.write_error is None:
-                say(PROXY, f"cannot write the recording ({e.strerror}); "
-                           "relaying continues, lost frames are counted")
-            self.write_error = e.strerror or str(e)
-            # Counting newlines holds the GIL (~1 GB/s): only on this rare path, never per batch.
-            frames = sum(p.count(b"\n") for p in parts[1::2])
-            self._unwritten.append((chunks, nbytes, frames))
-            with self._lock:
-                self.lost_chunks += chunks
-                self.lost_bytes += nbytes
-                self.lost_frames += frames
+        except PartialWrite as e:
+            self._after_partial(e, parts, spans, markers)
         with self._lock:
             self._pending -= nbytes
+            self._space.notify_all()
+
+    def _after_partial(self, e: PartialWrite, parts: list, spans: list,
+                       markers: list[int]) -> None:
+        """Account for what a failed write left out: records past the cut are lost (counted, and
+        marked in the spool once a write succeeds), a record cut after its header is completed
+        with zeros by the next write so the reader can step over it."""
+        if self.write_error is None:
+            say(PROXY, f"cannot write the recording ({e.strerror}); relaying continues, "
+                       "lost frames are counted")
+        self.write_error = e.strerror or str(e)
+        offsets = [0]
+        for p in parts:
+            offsets.append(offsets[-1] + len(p))
+        done = e.done
+        debt = 0
+        first_marker = 1 if spans and spans[0][1] == -1 else 0
+        for i, (first, stream, _n, data) in enumerate(spans):
+            start = offsets[first]
+            end = offsets[first + (1 if stream == -1 else 2)]
+            if end <= done:
+                if first_marker <= i < first_marker + len(markers):
+                    # this stream's earlier loss is marked in the file now
+                    self._unwritten.pop(markers[i - first_marker], None)
+                continue
+            if start < done:  # cut inside this record
+                debt = end - done if (stream == -1 or done - start >= REC_HSIZE) else 0
+            if data is not None:
+                u = self._unwritten.setdefault(stream, [0, 0, 0])
+                lines = data.count(b"\n")  # only on this rare path, never per batch
+                u[0] += 1
+                u[1] += len(data)
+                u[2] += lines
+                with self._lock:
+                    self.lost_chunks += 1
+                    self.lost_bytes += len(data)
+                    self.lost_frames += lines
+        self._debt = debt
 
     def _run(self) -> None:
         while not self._closed:
@@ -183,17 +329,22 @@ class SpoolWriter:
         """Flush everything, write the end marker and close. Safe to call once."""
         with self._lock:
             for stream, counts in self._dropped.items():
-                self._q.append(_queue_full_gap(stream, *counts))
+                self._q.append(_gap_entry(stream, counts, QUEUE_FULL))
             self._dropped.clear()
-        self._closed = True
+            self._closed = True
+            self._space.notify_all()
         self._wake.set()
         self._thread.join()
         end = _event_bytes("end", lost_chunks=self.lost_chunks, lost_bytes=self.lost_bytes,
                            lost_frames=self.lost_frames, **end_data)
-        try:
-            write_all(self.fd, REC.pack(EVENT, len(end), time.monotonic_ns(), time.time_ns()) + end)
-        except OSError:
-            pass
+        self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), end))
+        self._drain()
+        if self._map is not None:
+            try:
+                self._map.close()
+            except (BufferError, ValueError):
+                pass
+            self._map = None
         os.close(self.fd)
 
 
@@ -207,6 +358,20 @@ class SpoolRecord:
         self.data = data
 
 
+def read_counters(path: str) -> tuple[list[int], int | None] | None:
+    """The relay's counters of a version-2 spool: ([bytes c2a, a2c, stderr, newlines c2a, a2c,
+    stderr], exit status or None); None for a version-1 spool."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(COUNTERS_OFFSET + COUNTERS.size)
+    except OSError:
+        return None
+    if not head.startswith(MAGIC) or len(head) < COUNTERS_OFFSET + COUNTERS.size:
+        return None
+    values = list(COUNTERS.unpack_from(head, COUNTERS_OFFSET))
+    return values[:6], (values[7] if values[6] & EXIT_KNOWN else None)
+
+
 class SpoolReader:
     """Reads records from a spool that may still be growing (tail) or was cut by a crash."""
 
@@ -214,37 +379,104 @@ class SpoolReader:
         self.path = path
         self.f = open(path, "rb")
         head = self.f.read(len(MAGIC))
-        if head != MAGIC:
+        self.version = 2 if head == MAGIC else 1 if head == MAGIC_V1 else 0
+        if not self.version:
             raise SpoolError(f"{path} is not a wire-recorder spool")
-        line = self.f.readline()
-        if not line.endswith(b"\n"):
-            raise SpoolError(f"{path} has an incomplete header")
-        self.meta = json.loads(line)
+        if self.version == 1:
+            line = self.f.readline()
+            if not line.endswith(b"\n"):
+                raise SpoolError(f"{path} has an incomplete header")
+            self.meta = json.loads(line)
+        else:
+            rest = self.f.read(META_LEN_OFFSET + 4 - len(MAGIC))
+            if len(rest) < META_LEN_OFFSET + 4 - len(MAGIC):
+                raise SpoolError(f"{path} has an incomplete header")
+            size = _U32.unpack_from(rest, 12 - len(MAGIC))[0]
+            length = _U32.unpack_from(rest, META_LEN_OFFSET - len(MAGIC))[0]
+            body = self.f.read(length)
+            if len(body) < length or size < META_LEN_OFFSET + 4 + length:
+                raise SpoolError(f"{path} has an incomplete header")
+            self.meta = json.loads(body)
+            self.f.seek(size)
+        self.salt = int(self.meta.get("salt") or 0)
         self.offset = self.f.tell()
         self.behind = False
+        self.skipped_bytes = 0  # bytes stepped over: cut records, damage
         self._buf = b""
 
-    def read_available(self, max_bytes: int = 8 << 20) -> list[SpoolRecord]:
-        """Every complete record on disk now (up to about max_bytes); a torn tail waits."""
+    def read_available(self, max_bytes: int = 8 << 20, final: bool = False) -> list[SpoolRecord]:
+        """Every complete record on disk now (up to about max_bytes); a torn tail waits, unless
+        `final` (the writer is gone): then whatever cannot be a record is stepped over."""
         data = self.f.read(max_bytes)
         self.behind = len(data) >= max_bytes  # a full read: more is probably waiting
         if data:
             self._buf = self._buf + data if self._buf else data
-        buf = self._buf
+        if self.version == 1:
+            out, pos = self._parse_v1(self._buf)
+        else:
+            out, pos = self._parse(self._buf, final and not self.behind)
+        self._buf = self._buf[pos:]
+        self.offset += pos
+        return out
+
+    def _parse_v1(self, buf: bytes) -> tuple[list[SpoolRecord], int]:
         out = []
         pos = 0
-        hsize = REC.size
+        hsize = REC_V1.size
         n = len(buf)
         while n - pos >= hsize:
-            stream, length, mono, wall = REC.unpack_from(buf, pos)
+            stream, length, mono, wall = REC_V1.unpack_from(buf, pos)
             end = pos + hsize + length
             if end > n:
                 break
             out.append(SpoolRecord(stream, mono, wall, buf[pos + hsize:end]))
             pos = end
-        self._buf = buf[pos:]
-        self.offset += pos
-        return out
+        return out, pos
+
+    def _parse(self, buf: bytes, final: bool) -> tuple[list[SpoolRecord], int]:
+        out = []
+        pos = 0
+        n = len(buf)
+        salt = self.salt
+        crc32 = zlib.crc32
+        unpack = REC_TAIL.unpack_from
+        while n - pos >= REC_HSIZE:
+            ok = buf.startswith(SYNC, pos) and \
+                _U32.unpack_from(buf, pos + 4)[0] == crc32(buf[pos + 8:pos + REC_HSIZE], salt)
+            if ok:
+                dcrc, length, stream, mono, wall = unpack(buf, pos + 8)
+                ok = length <= MAX_RECORD and stream in STREAM_NAMES
+            if not ok:
+                pos = self._resync(buf, pos)
+                continue
+            end = pos + REC_HSIZE + length
+            if end > n:
+                if not final:
+                    break
+                # The writer is gone and this record will never be whole (a kill mid-write):
+                # the bytes that follow may still hold records.
+                pos = self._resync(buf, pos)
+                continue
+            data = buf[pos + REC_HSIZE:end]
+            if crc32(data, salt) != dcrc:
+                # Its header checks, so its length can be trusted: step over it alone (a record
+                # cut by a partial write and completed with zeros by the writer).
+                self.skipped_bytes += end - pos
+                pos = end
+                continue
+            out.append(SpoolRecord(stream, mono, wall, data))
+            pos = end
+        if final and pos < n:
+            self.skipped_bytes += n - pos
+            pos = n
+        return out, pos
+
+    def _resync(self, buf: bytes, pos: int) -> int:
+        nxt = buf.find(SYNC, pos + 1)
+        if nxt < 0:
+            nxt = max(pos + 1, len(buf) - len(SYNC) + 1)
+        self.skipped_bytes += nxt - pos
+        return nxt
 
     @property
     def torn_bytes(self) -> int:
