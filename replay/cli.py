@@ -29,9 +29,11 @@ HELP = """Replay a recorded session (Wire, ACP or MCP), deterministically, for r
 
   wire-replay SESSION --serve [OPTIONS]              (client under test)
 
-Agent under test (default): spawn AGENT_CMD (after --; default: the recorded command), send
-the recorded client frames in causal order, answer the agent's requests with the recorded
-answers, and compare what the agent sends with the recording.
+Agent under test (default): spawn AGENT_CMD (after --; the command stored in the recording
+runs only with --recorded-command), send the recorded client frames in causal order, answer the
+agent's requests with the recorded answers, and compare what the agent sends with the
+recording. For kimi, its model is pinned to what the recording says it answered (a scratch
+HOME and config made and removed here) unless --live-llm.
 
 Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.
 
@@ -59,7 +61,7 @@ app = typer.Typer(add_completion=False, help=HELP, rich_markup_mode=None,
 @app.command(help=HELP)
 def command(
     session_file: str = typer.Argument(..., metavar="SESSION", help="a .db written by wire-proxy, or a .jsonl transcript"),
-    agent: list[str] | None = typer.Argument(None, metavar="AGENT_CMD", help="after --: the agent to run (default: the recorded command in the recorded cwd)", show_default=False),
+    agent: list[str] | None = typer.Argument(None, metavar="AGENT_CMD", help="after --: the agent to run", show_default=False),
     session: str | None = typer.Option(None, "--session", "-s", help="session id (or unique prefix) in a file holding several"),
     serve: bool = typer.Option(False, "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
     update: bool = typer.Option(False, "--update", help="re-record the session against the current agent and summarise what changed"),
@@ -71,7 +73,10 @@ def command(
     speed: float = typer.Option(0.0, "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
     frame_timeout: float = typer.Option(30.0, "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds for the whole run"),
-    cwd: str | None = typer.Option(None, "--cwd", help="work dir for the agent (default: current dir; recorded cwd with the recorded command)"),
+    recorded_command: bool = typer.Option(False, "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
+    live_llm: bool = typer.Option(False, "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
+    write_llm_script: str | None = typer.Option(None, "--write-llm-script", help="write the pinned LLM's scripts (derived from the recording) to PATH", metavar="PATH"),
+    cwd: str | None = typer.Option(None, "--cwd", help="work dir for the agent (default: a fresh copy of the recorded snapshot if there is one, else the current dir; recorded cwd with --recorded-command)"),
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
     origin: list[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
     report: str | None = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
@@ -79,13 +84,19 @@ def command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),
 ) -> int:
     agent = list(agent or [])
-    if serve and (update or agent):
-        raise UsageError("--serve plays the agent itself: no agent command or --update with it")
+    if serve and (update or agent or recorded_command):
+        raise UsageError("--serve plays the agent itself: no agent command, --recorded-command "
+                         "or --update with it")
+    if agent and recorded_command:
+        raise UsageError("--recorded-command runs the recorded agent command: give no command "
+                         "after -- with it")
     mode = Mode.SERVE if serve else Mode.UPDATE if update else Mode.AGENT
     opts = ReplayOptions(match_on=match_on.split(",") if match_on else None,
                          ignore=[IgnoreRule.parse(i) for i in ignore],
                          default_ignores=not no_default_ignores, on_unmatched=on_unmatched.value,
-                         speed=speed, frame_timeout=frame_timeout, timeout=timeout).validate()
+                         speed=speed, frame_timeout=frame_timeout, timeout=timeout,
+                         recorded_command=recorded_command, live_llm=live_llm,
+                         write_llm_script=write_llm_script).validate()
     return run(session_file, mode, opts, agent=agent, session=session, output=output, cwd=cwd,
                env=_env_pairs(env), origin=origin, report=report, as_json=as_json, quiet=quiet)
 
@@ -106,6 +117,10 @@ def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[s
         if not os.path.isfile(path):
             raise UsageError(f"--origin {path}: no such file", "give a .db or .jsonl recording")
     rec = load(session_file, session)
+    if mode is not Mode.SERVE and not agent and not opts.recorded_command:
+        from .driver import no_agent_command
+
+        raise no_agent_command(rec, "--update" if mode is Mode.UPDATE else PROG)
     if mode is Mode.SERVE:
         from .serve import serve_session
 

@@ -30,6 +30,7 @@ class Divergence:
     got: Any = None  # normalised live frame
     details: list[str] = field(default_factory=list)
     seg: int = -1  # segment (anchors seen) of the recorded frame, for cutting a stopped replay
+    index: int = -1  # the recorded frame's index among the session's messages
 
     def headline(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
@@ -182,7 +183,7 @@ def canonical_order(items: list[Item]) -> list[Item]:
 def _changed(a: Item, b: Item) -> Divergence:
     details = field_diff(a.norm, b.norm)
     return Divergence("changed", a.where, f"expected {a.label}, got {b.label}", a.norm, b.norm,
-                      details, a.seg)
+                      details, a.seg, a.msg.index)
 
 
 def diff_streams(recorded: list[Item], live: list[Item],
@@ -239,7 +240,7 @@ def diff_streams(recorded: list[Item], live: list[Item],
                 out.append(_changed(x, pairs[k]))
             else:
                 out.append(Divergence("missing", x.where, f"expected {x.label}, the agent did not "
-                                      f"send it", x.norm, None, seg=x.seg))
+                                      f"send it", x.norm, None, seg=x.seg, index=x.msg.index))
         for y in free:
             out.append(Divergence("extra", y.where, f"got {y.label}, which was never recorded",
                                   None, y.norm))

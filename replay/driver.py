@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import threading
@@ -27,7 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError
+import orjson
+
+from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError, UserError
 
 from .compare import Divergence, Position, cut_short, diff_streams, make_items
 from .labels import describe
@@ -41,7 +44,7 @@ from .normalize import (
     environment_values,
 )
 from .options import OnUnmatched, values
-from .origins import find_origins
+from .origins import find_origins, resume_args
 from .recording import Msg, Recording, load, parse_msg
 
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
@@ -65,6 +68,11 @@ class ReplayOptions:
     speed: float = 0.0  # 0: as fast as possible; 1: recorded gaps; N: gaps / N
     frame_timeout: float = 30.0  # silence while something is expected
     timeout: float = 600.0  # whole run
+    # run the command stored in the recording when no agent command is given: a recording is
+    # untrusted input, so only on explicit request (wire-replay --recorded-command)
+    recorded_command: bool = False
+    live_llm: bool = False  # keep the agent's own model instead of pinning it to the recording
+    write_llm_script: str | None = None  # write the pinned LLM's scripts there
 
     def validate(self) -> ReplayOptions:
         if self.match_on is not None:
@@ -80,6 +88,28 @@ class ReplayOptions:
 
     def rules(self, adapter) -> tuple[IgnoreRule, ...]:
         return (default_rules(adapter) if self.default_ignores else ()) + tuple(self.ignore)
+
+
+STDERR_TAIL_LINES = 8
+TIMING_GAP_S = 1.0  # a recorded client that waited this long on a silent agent waited on time
+
+
+class AgentSetupError(UserError):
+    """The agent ended before answering the first request (initialize): its set-up failed (a
+    bad config, a missing key, a crash at start). Exit 2; the message ends with its stderr."""
+
+
+def stderr_tail(data: bytes, n: int = STDERR_TAIL_LINES, width: int = 300) -> list[str]:
+    """The last `n` non-empty lines of an agent's stderr, printable (control characters shown
+    escaped: the text is the agent's, not ours)."""
+    out = []
+    for line in data.decode("utf-8", "replace").splitlines()[::-1]:
+        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line.rstrip())
+        if line.strip():
+            out.append(line if len(line) <= width else line[:width] + "…")
+            if len(out) >= n:
+                break
+    return out[::-1]
 
 
 @dataclass
@@ -110,6 +140,13 @@ class ReplayResult:
     # sessions replayed first because this one refers to what they created (ACP session/load)
     origins: list[ReplayResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # how the work dir differs from the one recorded (a likely cause of a divergence)
+    workdir_differences: list[str] = field(default_factory=list)
+    # why the first divergence may be timing (a background task's notice, a recorded wait)
+    timing_hint: str | None = None
+
+    def stderr_tail(self, n: int = STDERR_TAIL_LINES) -> list[str]:
+        return stderr_tail(self.stderr, n)
 
     @property
     def ok(self) -> bool:
@@ -136,7 +173,7 @@ class ReplayResult:
 class _Step:
     """A client frame the recorded client sent on its own (not an answer), or its stdin EOF."""
 
-    msg: Msg | None  # None: close stdin
+    msg: Msg | None  # None: close stdin (or send `signal`)
     pos: int  # number of recorded messages before it
     need: Counter
     last_resp: bytes | None
@@ -144,8 +181,11 @@ class _Step:
     gap_prev: float
     gap_agent: float
     max_silence: float = 0.0  # longest recorded agent silence since the previous client frame
+    signal: str | None = None  # a signal the recorded client sent the agent
 
     def label(self) -> str:
+        if self.signal is not None:
+            return f"sent the agent {self.signal}"
         return "closed its input (EOF)" if self.msg is None else f"sent {describe(self.msg)}"
 
 
@@ -159,7 +199,20 @@ def plan_steps(rec: Recording) -> list[_Step]:
     t_agent = 0.0
     silence = 0.0
     eof_pos = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
+    signals = list(rec.signals)
+
+    def signals_until(pos: int) -> None:
+        nonlocal t_prev, silence
+        while signals and signals[0][0] <= pos:
+            at, t, name = signals.pop(0)
+            steps.append(_Step(None, at, Counter(need), last_resp, Counter(after),
+                               max(0.0, t - t_prev), max(0.0, t - t_agent),
+                               max(silence, t - t_prev), signal=name))
+            silence = 0.0
+            t_prev = max(t_prev, t)
+
     for m in rec.msgs[:eof_pos]:
+        signals_until(m.index)
         silence = max(silence, m.t - t_prev)
         if m.direction == "a2c":
             need[m.coarse] += 1
@@ -173,10 +226,19 @@ def plan_steps(rec: Recording) -> list[_Step]:
                                max(0.0, m.t - t_prev), max(0.0, m.t - t_agent), silence))
             silence = 0.0
         t_prev = m.t
+    signals_until(eof_pos)
     t_eof = rec.eof_t if rec.eof_t is not None else t_prev
     steps.append(_Step(None, eof_pos, Counter(need), last_resp, Counter(after),
                        max(0.0, t_eof - t_prev), max(0.0, t_eof - t_agent),
                        max(silence, t_eof - t_prev)))
+    # a signal after the client's EOF: the agent frames recorded before it are awaited too
+    for m in rec.msgs[eof_pos:]:
+        signals_until(m.index)
+        if m.direction == "a2c":
+            need[m.coarse] += 1
+            t_agent = m.t
+        t_prev = m.t
+    signals_until(len(rec.msgs))
     return steps
 
 
@@ -220,6 +282,17 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 _EOF = None
+
+
+def _signum(name: str) -> int:
+    return int(getattr(signal, name, 0))
+
+
+def _sig_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
 
 
 class _AgentReplay:
@@ -273,6 +346,8 @@ class _AgentReplay:
         self.live_optional: set[int] = set()
         self.stderr_chunks: list[bytes] = []
         self.stats: Counter[str] = Counter()
+        self.signals_sent: list[str] = []
+        self.setup_failed: str | None = None
 
     # -- io ------------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
@@ -381,6 +456,8 @@ class _AgentReplay:
     def _delay(self, s: _Step) -> float:
         if self.opts.speed > 0:
             return s.gap_prev / self.opts.speed
+        if s.signal is not None:  # like a racy message: it acts on what the agent is doing
+            return min(s.gap_prev, RACY_DELAY_CAP_S)
         if s.msg is not None and s.msg.method in self.adapter.racy_methods:
             return min(s.gap_agent, RACY_DELAY_CAP_S)
         return 0.0
@@ -499,6 +576,25 @@ class _AgentReplay:
                 raw = raw.replace(b'"' + old + b'"', b'"' + new + b'"')
         return self._paths(raw)
 
+    def _send_signal(self, name: str) -> None:
+        """The recorded client's signal, to the agent's process group (as wire-proxy sends it)."""
+        signum = getattr(signal, name, None)
+        if not isinstance(signum, int) or self.proc.poll() is not None:
+            self.stats["signals_not_sent"] += 1
+            return
+        self._frame("proxy", b"", event="signal", data={"signal": name,
+                                                         "forwarded_to": self.proc.pid})
+        try:
+            os.killpg(self.proc.pid, signum)
+        except OSError:
+            try:
+                self.proc.send_signal(signum)
+            except OSError:
+                self.stats["signals_not_sent"] += 1
+                return
+        self.signals_sent.append(name)
+        self.stats["signals_sent"] += 1
+
     def _stop(self, why: str) -> None:
         if self.stopped is None:
             self.stopped = why
@@ -531,12 +627,14 @@ class _AgentReplay:
                     _, _, what, raw, nl = self.scheduled.pop(0)
                     if what == "eof":
                         self._close_stdin()
+                    elif what == "signal":
+                        self._send_signal(raw.decode())
                     else:  # a dead agent shows up as stdout EOF
                         self._write(self._rewrite(raw) if what == "step" else raw, nl)
                         step_msg = self.steps[self.step_i].msg if what == "step" else None
                         if step_msg is not None and step_msg.method in self.adapter.cut_short_by:
                             self.cut_open = True
-                    if what in ("step", "eof"):
+                    if what in ("step", "eof", "signal"):
                         self.step_i += 1
                         self.step_scheduled = False
                         last_activity = time.monotonic()
@@ -546,7 +644,9 @@ class _AgentReplay:
                     s = self.steps[self.step_i]
                     if self._ready(s):
                         self.step_scheduled = True
-                        if s.msg is None:
+                        if s.signal is not None:
+                            self._schedule(now + self._delay(s), "signal", s.signal.encode())
+                        elif s.msg is None:
                             self._schedule(now + self._delay(s), "eof", b"")
                         else:
                             self._schedule(now + self._delay(s), "step", s.msg.raw, s.msg.newline)
@@ -554,6 +654,10 @@ class _AgentReplay:
                 if self.stdout_eof:
                     # an agent recorded exiting on its own may do so before the client's EOF
                     own_exit = self.rec.eof_at is None and self.step_i == len(self.steps) - 1
+                    # after a replayed signal the agent may be gone; before a signal still due,
+                    # it may have ended on its own first (compared at the exit status)
+                    own_exit = own_exit or bool(self.signals_sent) or \
+                        all(st.signal is not None for st in self.steps[self.step_i:])
                     if not self.stopped and self.step_i < len(self.steps) and not own_exit:
                         self._agent_gone()
                     break
@@ -620,11 +724,40 @@ class _AgentReplay:
                 except OSError:
                     pass
         self._frame("proxy", b"", event="exit", data={"code": self.proc.returncode})
+        if self.setup_failed:
+            tail = stderr_tail(b"".join(self.stderr_chunks), 3, 200)
+            said = f"; its stderr ends: {' | '.join(tail)}" if tail else "; nothing on its stderr"
+            raise AgentSetupError(self.setup_failed + said,
+                                  "check the agent command, its config and environment")
         if self.timed_out:
             self.divs.append(Divergence("timeout", self.pos.where(),
                                         f"the whole replay took longer than {opts.timeout:g}s; agent killed"))
             self.stopped = self.stopped or "whole-run timeout"
         return self._finish()
+
+    def _exit_differs(self, code: int) -> str | None:
+        """Why the live exit status is not the recorded one, or None. The status is compared as
+        wire-proxy records it (128 + N for signal N). A recorded signal from the client was
+        replayed at the same point: an agent it ended, or one that had ended cleanly before it
+        was due, matches."""
+        rec = self.rec
+        status = 128 - code if code < 0 else code
+        got = f"was ended by {_sig_name(-code)}" if code < 0 else f"exited with code {code}"
+        sent = [name for _, _, name in rec.signals]
+        if sent:
+            if rec.exit_signal in sent or rec.exit_code == 128 + _signum(sent[-1]):
+                if status in (128 + _signum(n) for n in sent):
+                    return None
+                if code == 0 and not self.signals_sent:  # gone before the signal was due
+                    return None
+                after = (f" after the replayed {', '.join(self.signals_sent)}"
+                         if self.signals_sent else "")
+                return f"the agent {got}{after}, recorded: ended by {rec.exit_signal or sent[-1]}"
+        if rec.exit_code is None or status == rec.exit_code:
+            return None
+        if rec.exit_signal:
+            return f"the agent {got}, recorded: ended by {rec.exit_signal} (status {rec.exit_code})"
+        return f"the agent {got}, recorded {rec.exit_code}"
 
     def _watchdog(self) -> None:
         if self.proc.poll() is None:
@@ -642,6 +775,12 @@ class _AgentReplay:
             return
         miss = self._first_missing(s)
         exp = f"; still expected {describe(miss)}" if miss is not None else ""
+        if not any(k[0] == "response" for k in self.counts) and \
+                any(m.direction == "a2c" and m.kind in ("response", "error") for m in self.rec.msgs):
+            first = next((m for m in self.rec.msgs if m.direction == "c2a"
+                          and m.kind == "request"), None)
+            what = first.method if first is not None and first.method else "the first request"
+            self.setup_failed = f"the agent exited (code {code}) before answering {what}"
         self.divs.append(Divergence("agent_exit", self.pos.where(),
                                     f"the agent exited (code {code}) before the client {s.label()}{exp}"))
         self.stopped = "agent exited"
@@ -700,15 +839,108 @@ class _AgentReplay:
             divs.append(Divergence("not_reached", "", f"{not_reached} recorded agent frames were "
                                                       f"not reached before the replay stopped"))
         code = self.proc.returncode
-        if (not self.stopped and rec.exit_code is not None and code is not None
-                and code != rec.exit_code):
-            divs.append(Divergence("exit_code", "", f"the agent exited with code {code}, "
-                                                    f"recorded {rec.exit_code}"))
+        if not self.stopped and code is not None:
+            bad = self._exit_differs(code)
+            if bad:
+                divs.append(Divergence("exit_code", "", bad))
         self.stats.update(recorded_agent_frames=len(rec_msgs), live_agent_frames=len(self.live),
                           recorded_requests=len(self.book.entries))
-        return ReplayResult(rec, "agent", self.argv, divs, self.stopped, code,
-                            time.monotonic() - self.t0, dict(self.stats), self.frames,
-                            b"".join(self.stderr_chunks))
+        result = ReplayResult(rec, "agent", self.argv, divs, self.stopped, code,
+                              time.monotonic() - self.t0, dict(self.stats), self.frames,
+                              b"".join(self.stderr_chunks))
+        result.timing_hint = self._timing_hint(result)
+        return result
+
+    def _timing_hint(self, result: ReplayResult) -> str | None:
+        """Why the first divergence may be a matter of timing, with what to try."""
+        first = result.first
+        if first is None or self.opts.speed == 1:
+            return None
+        near = [d for d in result.divergences if d.kind in CAUSES][:5] or [first]
+        if any(b"<task>" in orjson.dumps(v, default=str) for d in near
+               for v in (d.expected, d.got) if v is not None):
+            why = "it involves a background task, whose completion the recorded client waited for"
+        else:
+            waited = [s for s in self.steps if s.msg is not None and s.gap_agent >= TIMING_GAP_S
+                      and s.msg.method not in self.adapter.racy_methods
+                      and (first.index < 0 or s.pos <= first.index)]
+            if not waited:
+                return None
+            why = (f"the recorded client waited {waited[-1].gap_agent:.1f}s on a silent agent "
+                   f"before it {waited[-1].label()}")
+        return f"this may be timing: {why}; try --speed 1 (keep the recorded gaps)"
+
+
+def command_hint(argv: Sequence[str], limit: int = 200) -> str:
+    """A recorded command as one printable line: it comes from an untrusted file."""
+    text = shlex.join(argv)
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def no_agent_command(rec: Recording, what: str = "replay") -> UsageError:
+    cmd = rec.command
+    hint = f"recorded: {command_hint(cmd)}; " if cmd else ""
+    return UsageError(f"no agent command: give it after --, e.g. wire-replay {rec.path} -- "
+                      f"kimi --wire ({what} never runs the command stored in a recording "
+                      f"unasked)", f"{hint}--recorded-command runs the recorded one")
+
+
+class _Setup:
+    """What a chain of runs (origins, then the session) shares: the work dir (a fresh copy of
+    the recorded snapshot when there is one) and the agent's pinned LLM with its scratch HOME.
+    The set-up modules are optional: a tree without them replays as before."""
+
+    def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
+                 cwd: str | None, opts: ReplayOptions):
+        self.argv, self.env, self.cwd = argv, env, cwd
+        self.notes: list[str] = []
+        self.differences: list[str] = []
+        self.plan: Any = None
+        self.pin: Any = None
+        try:
+            from . import workdir  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            workdir = None
+        prepare = getattr(workdir, "prepare_workdir", None)
+        if prepare is not None:
+            self.plan = prepare(rec, cwd)
+            self.cwd = self.plan.cwd or cwd
+            self.differences = list(self.plan.differences or [])
+            self.notes += list(self.plan.notes or [])
+        if opts.live_llm:
+            return
+        try:
+            from . import agents
+        except ImportError:
+            return
+        pin_llm = getattr(agents, "pin_llm", None)
+        if pin_llm is None:
+            return
+        try:
+            self.pin = pin_llm(rec, list(argv), dict(env) if env is not None else None)
+        except BaseException:
+            self.cleanup()
+            raise
+        if self.pin is not None:
+            self.argv, self.env = list(self.pin.argv), self.pin.env
+            self.notes += list(self.pin.notes or [])
+
+    def use(self, r: Recording, extra: Sequence[str], path: str | None) -> tuple[list[str], Any]:
+        """The argv and env of the run of `r`, its LLM scripts written."""
+        if self.pin is not None:
+            self.pin.use(r, r.cwd, self.cwd or os.getcwd())
+            if path:
+                self.pin.write_scripts(path)
+        return self.argv + list(extra), self.env
+
+    def cleanup(self) -> None:
+        for part in (self.pin, self.plan):
+            if part is not None:
+                try:
+                    part.cleanup()
+                except OSError:
+                    pass
 
 
 def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None = None,
@@ -716,15 +948,18 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
                    session_id: str | None = None,
                    options: ReplayOptions | None = None,
                    origin_files: Sequence[str] = ()) -> ReplayResult:
-    """Replay `recording` against `agent` (default: the recorded command in the recorded cwd).
+    """Replay `recording` against `agent`. Without `agent`, a UsageError names the recorded
+    command; it is run (in the recorded cwd) only with `options.recorded_command`.
 
-    A session that refers to what an earlier session created (ACP session/load) gets that
-    session replayed first, against the same agent set-up (see replay.origins; `origin_files`
-    are searched besides the recording's own .db); those runs are in `result.origins`.
+    A session that refers to what an earlier session created (ACP session/load, kimi `-S ID`
+    / `-C`) gets that session replayed first, against the same agent set-up, HOME and work
+    dir (see replay.origins; `origin_files` are searched besides the recording's own .db);
+    those runs are in `result.origins`. For an agent replay knows (replay.agents: kimi), the
+    model is pinned to what the recording says it answered, unless `options.live_llm`.
 
     Raises UserError kinds for input problems (recorder.errors: exit 2, or 127 for an agent
-    that cannot start); divergences are in the result (`result.ok`, `result.first`,
-    `result.divergences`)."""
+    that cannot start; AgentSetupError for an agent that exits before answering anything);
+    divergences are in the result (`result.ok`, `result.first`, `result.divergences`)."""
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     if agent:
@@ -732,19 +967,30 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
         if os.sep in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = os.path.abspath(argv[0])  # as typed, not relative to --cwd
         check_command(argv, run_cwd, recorded=False)
-    else:
+    elif opts.recorded_command:
         argv, run_cwd = rec.command, cwd or rec.cwd
         if not argv:
             raise UsageError(f"session {rec.session_id} has no recorded agent command",
                              "give the agent command after --")
         check_command(argv, run_cwd, recorded=cwd is None)
+    else:
+        raise no_agent_command(rec)
     found = find_origins(rec, origin_files)
-    values: dict[bytes, bytes] = {}
-    before = []
-    for origin in found.chain:
-        r = _AgentReplay(origin, argv, env, run_cwd, opts, values)
-        before.append(r.run())
-        values = r.value_map
-    result = _AgentReplay(rec, argv, env, run_cwd, opts, values).run()
-    result.origins, result.notes = before, found.notes
+    setup = _Setup(rec, argv, env, run_cwd, opts)
+    try:
+        flags = resume_args(found.chain + [rec], argv)
+        values: dict[bytes, bytes] = {}
+        before = []
+        for origin, extra in zip(found.chain, flags, strict=False):
+            o_argv, o_env = setup.use(origin, extra, None)
+            r = _AgentReplay(origin, o_argv, o_env, setup.cwd, opts, values)
+            before.append(r.run())
+            values = r.value_map
+        s_argv, s_env = setup.use(rec, flags[-1], opts.write_llm_script)
+        result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values).run()
+    finally:
+        setup.cleanup()
+    result.origins = before
+    result.notes = found.notes + setup.notes
+    result.workdir_differences = setup.differences
     return result

@@ -1,5 +1,13 @@
 """Origin sessions: the recorded sessions that created what a session refers to.
 
+Two ways a session reopens an earlier one:
+
+* a request names a value an earlier agent process minted (ACP session/load, below);
+* the agent command resumes one (kimi `-S ID`, `-C`): the recorded command says so. The session
+  it resumes is the latest earlier session of the same file whose command or stderr names that
+  id (`-S ID`), or that ran in the same work dir (`-C`). Only these flags, with a plain id, are
+  carried over to the live command (`resume_args`), never the rest of the recorded argv.
+
 An ACP client that reopens a session (session/load) names a sessionId an earlier `kimi acp`
 process minted and kept on disk. A fresh agent under replay has no such session, so replay first
 re-runs the recorded session that minted it (and, in turn, that session's own origins) against
@@ -11,6 +19,7 @@ sample_sessions/record.py writes), plus any files given with `--origin` (.db or 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +29,10 @@ from wire_recorder.recorder.transcript import load_recording
 
 from .recording import Recording, build_recording
 
+# kimi's resume flags. `-S`/`--session` is the adapter's session flag (it also normalises the
+# id away); continuing the work dir's last session has no id to normalise.
+CONTINUE_FLAGS = ("-C", "--continue")
+PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_DEPTH = 8  # a chain of reopenings longer than this is a loop or a mistake
 
 
@@ -93,6 +106,17 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
     seen = {rec.session_id}
 
     def resolve(r: Recording, depth: int) -> None:
+        flag = resume_flag(r)
+        if flag is not None:
+            origin = resumed_origin(r, files, seen)
+            if origin is not None and depth < MAX_DEPTH:
+                seen.add(origin.session_id)
+                resolve(origin, depth + 1)
+                result.chain.append(origin)
+            elif origin is None and flag[1] is None:
+                result.notes.append(f"session {r.session_id} continues the work dir's last "
+                                    f"session (-C), which no session recorded before it in this "
+                                    f"file ran: the agent starts a new one")
         for value in referred_values(r):
             origin = None
             for path in files:
@@ -120,3 +144,95 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
 
     resolve(rec, 0)
     return result
+
+
+def resume_flag(rec: Recording) -> tuple[str, str | None] | None:
+    """("-S", ID) or ("-C", None) when the recorded command resumes a session; None otherwise
+    (also for an id that is not plain: it is never put on a live command line)."""
+    return _flag_in(rec.command, rec.adapter.session_flags, strict=True)
+
+
+def _flag_in(argv: Sequence[str], session_flags: Sequence[str],
+             strict: bool = False) -> tuple[str, str | None] | None:
+    if not session_flags:
+        return None
+    args = list(argv[1:])
+    for i, a in enumerate(args):
+        if a in CONTINUE_FLAGS:
+            return ("-C", None)
+        flag, eq, val = a.partition("=")
+        if flag in session_flags:
+            v = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+            if not strict or PLAIN_ID.fullmatch(v):
+                return (session_flags[0], v)
+            return None
+    return None
+
+
+def resume_args(chain: Sequence[Recording], argv: Sequence[str]) -> list[list[str]]:
+    """The flags to add to the live `argv` for each session of `chain` (origins first), so that
+    each resumes what its recorded command resumed: `-S ID` / `-C`, nothing else, and only to
+    the program that was recorded (same name). Nothing is added when the live command already
+    names a session itself. A session that is resumed by
+    `-S ID` without having named the id itself (kimi made it up) gets `-S ID` too, so that the
+    live agent creates it under the id its successor resumes."""
+    out: list[list[str]] = [[] for _ in chain]
+    if not chain or not argv or _flag_in(argv, chain[-1].adapter.session_flags) is not None:
+        return out
+    # the flags are the recorded program's: never given to another program
+    flags = [resume_flag(r) if r.command and
+             os.path.basename(r.command[0]) == os.path.basename(argv[0]) else None
+             for r in chain]
+    for i, f in enumerate(flags):
+        if f is None:
+            continue
+        out[i] = [f[0]] if f[1] is None else [f[0], f[1]]
+        if f[1] is not None and i > 0 and flags[i - 1] is None:
+            out[i - 1] = [f[0], f[1]]
+    return out
+
+
+def _sessions_before(path: str, rec: Recording, exclude: set[str]) -> list[Recording]:
+    """The sessions of `path` (same protocol) recorded before `rec`, latest first."""
+    if path.endswith(".jsonl"):
+        session, frames = load_recording(path)
+        if session["session_id"] in exclude:
+            return []
+        return [build_recording(path, session, frames)]
+    started = rec.session.get("started_at")
+    with open_store(path, read_only=True) as store:
+        out = []
+        for s in reversed(store.sessions()):
+            if s["session_id"] in exclude or s.get("protocol") != rec.protocol:
+                continue
+            if started is not None and s.get("started_at") is not None and \
+                    s["started_at"] >= started:
+                continue
+            out.append(build_recording(path, s, store.frames(s["session_id"])))
+        return out
+
+
+def _resumes(cand: Recording, flag: tuple[str, str | None], cwd: str | None) -> bool:
+    if flag[1] is None:  # -C: the work dir's last session
+        return cand.cwd == cwd
+    if resume_flag(cand) == flag:
+        return True
+    sid = flag[1].encode()
+    # kimi made the id up: it says it on stderr at exit ("kimi -r ID")
+    return any(sid in m.raw for m in cand.msgs) or sid in cand.stderr
+
+
+def resumed_origin(rec: Recording, files: Sequence[str], exclude: set[str]) -> Recording | None:
+    flag = resume_flag(rec)
+    if flag is None:
+        return None
+    for path in files:
+        try:
+            cands = _sessions_before(path, rec, exclude)
+        except UserError as e:
+            e.message = f"looking for the session {rec.session_id} resumes: {e.message}"
+            raise
+        for cand in cands:
+            if _resumes(cand, flag, rec.cwd):
+                return cand
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +110,10 @@ class Recording:
     answers: dict[int, int] = field(default_factory=dict)
     # recorded client request id (id_key) -> method
     client_requests: dict[bytes, str] = field(default_factory=dict)
+    stderr: bytes = b""  # the agent's stderr (its last STDERR_KEEP bytes)
+    # signals the client sent the agent (through wire-proxy): (number of messages recorded
+    # before it, seconds, signal name)
+    signals: list[tuple[int, float, str]] = field(default_factory=list)
 
     adapter: Adapter = WIRE
 
@@ -141,6 +146,12 @@ class Recording:
     @property
     def exit_code(self) -> int | None:
         return self.session.get("exit_code")
+
+    @property
+    def exit_signal(self) -> str | None:
+        """The signal that ended the recorded agent, when one did."""
+        sig = self.session.get("exit_signal")
+        return sig if isinstance(sig, str) and sig else None
 
     def agent_msgs(self) -> list[Msg]:
         return [m for m in self.msgs if m.direction == "a2c"]
@@ -182,6 +193,7 @@ class Recording:
 # before the frame it reacts to. Frames the client frame cannot have caused are moved back in
 # front of it when they follow it this closely.
 REORDER_WINDOW_S = 0.05
+STDERR_KEEP = 1 << 16
 
 
 def repair_order(msgs: list[Msg]) -> list[Msg]:
@@ -246,6 +258,19 @@ def session_adapter(session: dict, frames) -> Adapter:
     return protocols.get(name) if name in protocols.ADAPTERS else WIRE
 
 
+def _signal_name(f: Frame) -> str | None:
+    """The name of a recorded signal event (`{"signal": "SIGTERM", ...}`), if it is one that
+    can be sent here."""
+    try:
+        data = orjson.loads(f.payload) if f.payload is not None else orjson.loads(bytes(f.raw or b"{}"))
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    name = data.get("signal") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name.startswith("SIG"):
+        return None
+    return name if getattr(signal, name, None) is not None else None
+
+
 def build_recording(path: str, session: dict, frames) -> Recording:
     frames = list(frames)
     adapter = session_adapter(session, frames)
@@ -255,12 +280,22 @@ def build_recording(path: str, session: dict, frames) -> Recording:
     mono0 = session.get("mono_start_ns")
     msgs: list[Msg] = []
     eof_t: float | None = None
+    stderr: list[bytes] = []
     for f in frames:
         if f.direction == "proxy":
+            t_ev = ((f.mono_ns or 0) - mono0) / 1e9 if mono0 is not None and f.mono_ns else None
             if f.method == "client_eof" and eof_t is None:
                 # a marker, so that the order repair can move it like a client frame
-                eof_t = ((f.mono_ns or 0) - mono0) / 1e9 if mono0 is not None else 0.0
+                eof_t = t_ev if t_ev is not None else (msgs[-1].t if msgs else 0.0)
                 msgs.append(Msg("c2a", b"", eof_t, kind="eof"))
+            elif f.method == "signal":
+                name = _signal_name(f)
+                if name is not None:
+                    t_sig = t_ev if t_ev is not None else (msgs[-1].t if msgs else 0.0)
+                    msgs.append(Msg("c2a", b"", t_sig, kind="signal", method=name))
+            continue
+        if f.direction == "stderr":
+            stderr.append(bytes(f.raw or b"") + (b"\n" if f.newline is not False else b""))
             continue
         if f.direction not in ("c2a", "a2c"):
             continue
@@ -273,10 +308,24 @@ def build_recording(path: str, session: dict, frames) -> Recording:
     eof_at = next((i for i, m in enumerate(msgs) if m.kind == "eof"), None)
     if eof_at is not None:
         del msgs[eof_at]
+    signals: list[tuple[int, float, str]] = []
+    kept: list[Msg] = []
+    before_eof = 0
+    for i, m in enumerate(msgs):
+        if m.kind == "signal":
+            signals.append((len(kept), m.t, str(m.method)))
+            before_eof += eof_at is not None and i < eof_at
+        else:
+            kept.append(m)
+    msgs = kept
+    if eof_at is not None:
+        eof_at -= before_eof
     for n, m in enumerate(msgs):
         m.index = n
     rec = Recording(path, session, msgs, eof_at, eof_t)
     rec.adapter = adapter
+    rec.signals = signals
+    rec.stderr = b"".join(stderr)[-STDERR_KEEP:]
     open_agent_requests: dict[bytes, int] = {}
     for m in msgs:
         k = m.id_key

@@ -55,6 +55,18 @@ def origin_line(o: ReplayResult) -> str:
             f"created the session this one reopens: {verdict}")
 
 
+def hints(r: ReplayResult) -> list[str]:
+    """Likely causes of a divergence that the run itself can tell: timing, a changed work dir."""
+    out = []
+    if r.timing_hint:
+        out.append(r.timing_hint)
+    diffs = r.workdir_differences
+    if diffs:
+        shown = "; ".join(diffs[:5]) + (f"; … {len(diffs) - 5} more" if len(diffs) > 5 else "")
+        out.append(f"the work dir is not as it was when the session was recorded: {shown}")
+    return out
+
+
 def summary_line(r: ReplayResult) -> str:
     s = r.stats
     if r.mode == "serve":
@@ -107,6 +119,14 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
         con.print(f"  … and {len(r.divergences) - shown} more (see --json)")
     if r.stopped:
         con.print(Text(f"stopped early: {r.stopped}", style="yellow"))
+    if not r.ok:
+        for line in hints(r):
+            con.print(Text(f"hint: {line}", style="yellow"))
+        tail = r.stderr_tail() if r.mode != "serve" else []
+        if tail:
+            con.print(Text(f"the {_role(r)}'s stderr (last {len(tail)} lines):", style="bold"))
+            for line in tail:
+                con.print(Text(f"  | {line}", style="dim"))
     con.print(Text(summary_line(r), style="dim"))
     return buf.getvalue()
 
@@ -151,6 +171,9 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
         "stats": r.stats,
         "origins": [to_dict(o) for o in r.origins],
         "notes": r.notes,
+        "hints": hints(r) if not r.ok else [],
+        "workdir_differences": r.workdir_differences,
+        "stderr_tail": r.stderr_tail() if r.mode != "serve" else [],
     }
 
 

@@ -3,6 +3,7 @@ exit 1 for a divergence; never a traceback, never a hang (every run has a subpro
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -10,8 +11,10 @@ import duckdb
 import pytest
 
 from tests.harness.replay import SAMPLES, WIRE_REPLAY, assert_one_line_error, run_cli
+from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import import_transcript
+from wire_recorder.replay import replay_session
 
 SAMPLE = SAMPLES / "approve_shell.jsonl"
 
@@ -110,16 +113,44 @@ def test_agent_command_not_found_or_not_executable(tmp_path):
                           "the work dir", "does not exist")
 
 
-def test_recorded_command_whose_scratch_dirs_are_gone():
-    p = run_cli([SAMPLE])
-    assert_one_line_error(p, 2, "does not exist", "give the agent command after --")
+def test_a_recorded_command_never_runs_unasked(tmp_path):
+    # a shared recording whose stored command is hostile: without an agent command, replay and
+    # --update refuse with the command as a hint, --serve runs nothing, nor does the library
+    head, *rest = SAMPLE.read_text().splitlines()
+    h = json.loads(head)
+    h["session"].update(command=["sh", "-c", "touch PWNED"], cwd=str(tmp_path))
+    evil = tmp_path / "evil.jsonl"
+    evil.write_text("\n".join([json.dumps(h), *rest]) + "\n")
+    for extra in ([], ["--update"]):
+        assert_one_line_error(run_cli([evil, *extra]), 2, "no agent command",
+                              "recorded: sh -c 'touch PWNED'", "--recorded-command")
+    p = run_cli([evil, "--serve"])
+    assert p.returncode == 1 and "Traceback" not in p.stderr.decode()
+    with pytest.raises(UsageError, match="no agent command"):
+        replay_session(str(evil))
+    assert not (tmp_path / "PWNED").exists()
+    # only an explicit opt-in runs it (in the recorded cwd): the check above could fail
+    run_cli([evil, "--recorded-command", "-q", "--frame-timeout", "1"])
+    assert (tmp_path / "PWNED").exists()
+    # a recorded kimi command whose scratch config is gone: said before anything runs
+    assert_one_line_error(run_cli([SAMPLE, "--recorded-command"]), 2, "does not exist",
+                          "give the agent command after --")
 
 
-def test_an_agent_that_exits_mid_replay():
-    p = run_cli([SAMPLE, "--", "sh", "-c", "read line; exit 3"], timeout=60)
+def test_an_agent_that_exits_at_start_or_mid_replay():
+    # before answering initialize: a set-up error, its stderr's last lines in the one line
+    p = run_cli([SAMPLE, "--", "sh", "-c", "read line; echo 'config: no key' >&2; exit 3"],
+                timeout=60)
+    assert_one_line_error(p, 2, "the agent exited (code 3) before answering initialize",
+                          "its stderr ends: config: no key")
+    # after it: a divergence, with the stderr tail in the report
+    init = '{"jsonrpc":"2.0","id":"init-1","result":{}}'
+    p = run_cli([SAMPLE, "--", "sh", "-c", f"read l; echo '{init}'; read l; echo 'boom at "
+                 f"\033[31mturn 1' >&2; exit 3"], timeout=60)
     out = p.stdout.decode()
     assert p.returncode == 1, out + p.stderr.decode()
-    assert "the agent exited (code 3) before the client sent request prompt#p-1" in out
+    assert "the agent exited (code 3) before the client" in out
+    assert "the agent's stderr (last 1 lines):\n  | boom at \\x1b[31mturn 1" in out, out
     assert "Traceback" not in out + p.stderr.decode()
 
 
