@@ -15,6 +15,7 @@ forever: silence longer than `frame_timeout` while something is expected, or the
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import queue
@@ -886,6 +887,15 @@ def no_agent_command(rec: Recording, what: str = "replay") -> UsageError:
                       f"unasked)", f"{hint}--recorded-command runs the recorded one")
 
 
+def _optional(module: str, name: str) -> Any:
+    """`name` from a replay module that a tree may not have yet (None then)."""
+    try:
+        mod = importlib.import_module(f".{module}", __package__)
+    except ImportError:
+        return None
+    return getattr(mod, name, None)
+
+
 class _Setup:
     """What a chain of runs (origins, then the session) shares: the work dir (a fresh copy of
     the recorded snapshot when there is one) and the agent's pinned LLM with its scratch HOME.
@@ -898,11 +908,7 @@ class _Setup:
         self.differences: list[str] = []
         self.plan: Any = None
         self.pin: Any = None
-        try:
-            from . import workdir  # type: ignore[attr-defined,unused-ignore]
-        except ImportError:
-            workdir = None
-        prepare = getattr(workdir, "prepare_workdir", None)
+        prepare = _optional("workdir", "prepare_workdir")
         if prepare is not None:
             self.plan = prepare(rec, cwd)
             self.cwd = self.plan.cwd or cwd
@@ -910,11 +916,7 @@ class _Setup:
             self.notes += list(self.plan.notes or [])
         if opts.live_llm:
             return
-        try:
-            from . import agents
-        except ImportError:
-            return
-        pin_llm = getattr(agents, "pin_llm", None)
+        pin_llm = _optional("agents", "pin_llm")
         if pin_llm is None:
             return
         try:
