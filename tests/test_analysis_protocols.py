@@ -595,3 +595,99 @@ def test_views_over_no_sessions_and_mixed_protocols(samples, tmp_path):
             protos = {r[0] for r in ws.con.execute("SELECT DISTINCT protocol FROM tool_calls").fetchall()}
             assert protos == {p for s in specs for p in
                               ({"wire"} if s == wire else {"acp", "mcp"} if s == db else set())}
+
+
+# -- the views stay linear in frames, whatever the ids -------------------------------------------------
+def write_sessions(db: str, sessions: list[tuple[str, str, list[tuple[str, object]]]],
+                   names: dict[str, str] | None = None) -> None:
+    """Sessions ((id, protocol, frames)) of generated frames ((direction, message or stderr
+    bytes)), classified by the loader's own code, 1 ms apart."""
+    from wire_recorder.recorder.classify import Extracted, classify
+    from wire_recorder.recorder.model import frame_row, wall_ts
+
+    t0 = 1_790_000_000 * 10**9
+    with open_store(db) as store:
+        for sid, protocol, frames in sessions:
+            rows = []
+            for i, (direction, msg) in enumerate(frames, start=1):
+                raw = msg if isinstance(msg, bytes) else orjson.dumps(msg)
+                ex = Extracted("stderr") if direction == "stderr" else classify(raw, direction,
+                                                                               protocol)
+                rows.append(frame_row(sid, i, wall_ts(t0 + i * 10**6), i * 10**6, direction, raw,
+                                      True, ex))
+            store.insert_frames(rows)
+            store.upsert_session({"session_id": sid, "name": (names or {}).get(sid),
+                                  "protocol": protocol, "started_at": wall_ts(t0),
+                                  "source": "proxy", "mono_start_ns": 0,
+                                  "frame_count": sum(d in ("c2a", "a2c") for d, _ in frames)})
+
+
+def _ev(t, payload):
+    return {"jsonrpc": "2.0", "method": "event", "params": {"type": t, "payload": payload}}
+
+
+def reused_id_sessions(db: str, turns: int) -> int:
+    """A Wire client that gives every prompt the id "1" and an agent whose every external tool
+    request has the id "ext"; an ACP session whose every request in both directions is id 7.
+    Returns the frame count."""
+    wire: list[tuple[str, object]] = []
+    for t in range(turns):
+        wire += [("c2a", {"jsonrpc": "2.0", "method": "prompt", "id": "1",
+                          "params": {"user_input": f"turn {t}"}}),
+                 ("a2c", _ev("TurnBegin", {"user_input": f"turn {t}"})),
+                 ("a2c", _ev("StepBegin", {"n": 1})),
+                 ("a2c", _ev("ToolCall", {"type": "function", "id": "ext", "function": {
+                     "name": "lookup", "arguments": "{}"}})),
+                 ("a2c", {"jsonrpc": "2.0", "method": "request", "id": "ext", "params": {
+                     "type": "ToolCallRequest", "payload": {"id": "ext", "name": "lookup"}}}),
+                 ("c2a", {"jsonrpc": "2.0", "id": "ext", "result": {
+                     "tool_call_id": "ext", "return_value": {"is_error": False, "output": "x"}}}),
+                 ("a2c", _ev("ToolResult", {"tool_call_id": "ext", "return_value": {
+                     "is_error": False, "output": "x"}})),
+                 ("a2c", _ev("TurnEnd", {})),
+                 ("a2c", {"jsonrpc": "2.0", "id": "1", "result": {"status": "finished"}})]
+    acp: list[tuple[str, object]] = []
+    for _ in range(turns):
+        acp += [("c2a", {"jsonrpc": "2.0", "method": "session/prompt", "id": 7,
+                         "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}}),
+                ("a2c", {"jsonrpc": "2.0", "method": "fs/read_text_file", "id": 7,
+                         "params": {"sessionId": "s", "path": "/x"}}),
+                ("c2a", {"jsonrpc": "2.0", "id": 7, "result": {"content": "x"}}),
+                ("a2c", {"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}})]
+    write_sessions(db, [("wire-reused", "wire", wire), ("acp-reused", "acp", acp)])
+    return len(wire) + len(acp)
+
+
+def _max_rows(plan) -> int:
+    """The most rows any operator of an EXPLAIN ANALYZE (JSON) plan produced."""
+    if isinstance(plan, list):
+        return max((_max_rows(p) for p in plan), default=0)
+    if not isinstance(plan, dict):
+        return 0
+    own = max((int(plan.get(k) or 0) for k in ("operator_cardinality", "intermediate_rows",
+                                                "cardinality")), default=0)
+    kids = [v for k, v in plan.items() if isinstance(v, (list, dict))]
+    return max([own] + [_max_rows(k) for k in kids])
+
+
+def test_views_stay_linear_with_reused_ids(tmp_path):
+    """Every answer pairs with its own request although all share one id, and no operator of
+    any view's plan makes more rows than a few per frame (a join on the id alone made n²)."""
+    db = str(tmp_path / "reused.db")
+    turns = 1500
+    n = reused_id_sessions(db, turns)
+    with open_workspace([db]) as ws:
+        for view in ("turns", "requests", "tool_calls", "errors", "anomalies", "steps"):
+            plan = ws.con.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM {view}"
+                                  ).fetchall()[0][1]
+            assert _max_rows(json.loads(plan)) <= 4 * n, view
+        turns_rows = _rows(ws.con, "SELECT protocol, count(*) AS n, count(*) FILTER (WHERE "
+                                   "status = 'finished' AND responded_at > started_at) AS done "
+                                   "FROM turns GROUP BY 1 ORDER BY 1")
+        assert turns_rows == [{"protocol": "acp", "n": turns, "done": turns},
+                              {"protocol": "wire", "n": turns, "done": turns}]
+        reqs = _rows(ws.con, "SELECT protocol, count(*) AS n, count(DISTINCT answered_at) AS a, "
+                             "count(*) FILTER (WHERE answered_at > requested_at) AS after "
+                             "FROM requests GROUP BY 1 ORDER BY 1")
+        assert reqs == [{"protocol": "acp", "n": turns, "a": turns, "after": turns},
+                        {"protocol": "wire", "n": turns, "a": turns, "after": turns}]

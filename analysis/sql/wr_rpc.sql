@@ -10,32 +10,39 @@ WITH rpc_requests AS (
     FROM wr_rpc_events
     WHERE kind = 'request' AND rpc_id IS NOT NULL
 ), rpc_answers AS (
-    SELECT session_id, seq, ts, mono_ns, direction, rpc_id, kind, payload
+    SELECT session_id, seq, ts, mono_ns, direction, rpc_id, kind, payload,
+        CASE direction WHEN 'c2a' THEN 'a2c' ELSE 'c2a' END AS asked_by
     FROM wr_rpc_events
     WHERE kind IN ('response', 'error') AND rpc_id IS NOT NULL
-), rpc_pairs AS (
-    SELECT rpc_answers.session_id, rpc_answers.seq, rpc_requests.seq AS req_seq,
-        row_number() OVER (
-            PARTITION BY rpc_answers.session_id, rpc_answers.seq
-            ORDER BY rpc_requests.seq < rpc_answers.seq DESC,
-                     CASE WHEN rpc_requests.seq < rpc_answers.seq THEN -rpc_requests.seq
-                          ELSE rpc_requests.seq END) AS pick
-    FROM rpc_answers JOIN rpc_requests ON rpc_answers.session_id = rpc_requests.session_id
-        AND rpc_answers.rpc_id = rpc_requests.rpc_id
-        AND rpc_answers.direction <> rpc_requests.direction
+), rpc_asked AS (
+    SELECT session_id, direction, rpc_id, seq FROM rpc_requests
 ), rpc_first AS (
-    SELECT session_id, seq, req_seq FROM rpc_pairs WHERE pick = 1
-    QUALIFY row_number() OVER (PARTITION BY session_id, req_seq ORDER BY seq) = 1
+    -- ASOF joins, never a join on the id alone: a peer that reuses one id thousands of times
+    -- would make that join grow with the square of its uses
+    SELECT rpc_answers.session_id, rpc_answers.seq, coalesce(before.seq, after.seq) AS req_seq
+    FROM rpc_answers
+    ASOF LEFT JOIN rpc_asked before ON rpc_answers.session_id = before.session_id
+        AND rpc_answers.rpc_id = before.rpc_id AND rpc_answers.asked_by = before.direction
+        AND rpc_answers.seq > before.seq
+    ASOF LEFT JOIN rpc_asked after ON rpc_answers.session_id = after.session_id
+        AND rpc_answers.rpc_id = after.rpc_id AND rpc_answers.asked_by = after.direction
+        AND rpc_answers.seq < after.seq
+    WHERE coalesce(before.seq, after.seq) IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY rpc_answers.session_id, req_seq
+                               ORDER BY rpc_answers.seq) = 1
+), rpc_unanswered AS (
+    SELECT rpc_asked.* FROM rpc_asked
+    ANTI JOIN rpc_first ON rpc_first.session_id = rpc_asked.session_id
+        AND rpc_first.req_seq = rpc_asked.seq
 ), rpc_second AS (
-    SELECT rpc_pairs.session_id, rpc_pairs.seq, rpc_pairs.req_seq
-    FROM rpc_pairs
-    ANTI JOIN rpc_first answered ON answered.session_id = rpc_pairs.session_id
-        AND answered.seq = rpc_pairs.seq
-    ANTI JOIN rpc_first asked ON asked.session_id = rpc_pairs.session_id
-        AND asked.req_seq = rpc_pairs.req_seq
-    WHERE rpc_pairs.req_seq < rpc_pairs.seq
-    QUALIFY row_number() OVER (PARTITION BY rpc_pairs.session_id, rpc_pairs.seq
-                               ORDER BY rpc_pairs.req_seq DESC) = 1
+    -- an answer no request took: the latest request before it with its id still unanswered
+    SELECT rpc_answers.session_id, rpc_answers.seq, rpc_unanswered.seq AS req_seq
+    FROM (SELECT * FROM rpc_answers ANTI JOIN rpc_first ON rpc_first.session_id = rpc_answers.session_id
+              AND rpc_first.seq = rpc_answers.seq) rpc_answers
+    ASOF JOIN rpc_unanswered ON rpc_answers.session_id = rpc_unanswered.session_id
+        AND rpc_answers.rpc_id = rpc_unanswered.rpc_id
+        AND rpc_answers.asked_by = rpc_unanswered.direction
+        AND rpc_answers.seq > rpc_unanswered.seq
 ), rpc_matched AS (
     SELECT * FROM rpc_first
     UNION ALL

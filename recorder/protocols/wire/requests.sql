@@ -10,16 +10,18 @@ WITH wire_rq AS (
     -- An answer belongs to the latest request with its id before it (`replay` re-sends requests
     -- with their original ids). A client that answers within microseconds can have its answer
     -- recorded before the request (the relay writes to the client first, then records), so
-    -- an answer with no earlier request takes the first one after it.
-    SELECT wire_ans.*, wire_rq.seq AS req_seq,
-        row_number() OVER (PARTITION BY wire_ans.session_id, wire_ans.seq
-                           ORDER BY wire_rq.seq < wire_ans.seq DESC,
-                                    CASE WHEN wire_rq.seq < wire_ans.seq THEN -wire_rq.seq
-                                         ELSE wire_rq.seq END) AS pick
-    FROM wire_ans JOIN wire_rq ON wire_ans.session_id = wire_rq.session_id
-        AND wire_ans.rpc_id = wire_rq.request_id
+    -- an answer with no earlier request takes the first one after it. Two ASOF joins, not a
+    -- join on the id: with ids reused thousands of times that join grows with their square.
+    SELECT wire_ans.*, coalesce(before.seq, after.seq) AS req_seq
+    FROM wire_ans
+    ASOF LEFT JOIN (SELECT session_id, request_id, seq FROM wire_rq) before
+        ON wire_ans.session_id = before.session_id AND wire_ans.rpc_id = before.request_id
+        AND wire_ans.seq > before.seq
+    ASOF LEFT JOIN (SELECT session_id, request_id, seq FROM wire_rq) after
+        ON wire_ans.session_id = after.session_id AND wire_ans.rpc_id = after.request_id
+        AND wire_ans.seq < after.seq
 ), wire_matched AS (
-    SELECT * FROM wire_pairs WHERE pick = 1
+    SELECT * FROM wire_pairs WHERE req_seq IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY session_id, req_seq ORDER BY seq) = 1
 ), wire_resolved AS (
     SELECT session_id, payload->>'request_id' AS request_id, min(seq) AS seq,

@@ -46,14 +46,14 @@ WITH turn_events AS MATERIALIZED (
     QUALIFY prompts.seq IS NULL
         OR row_number() OVER (PARTITION BY turn_agg.session_id, prompts.seq ORDER BY turn_agg.turn_seq) = 1
 ), turn_response AS (
+    -- the first answer with the prompt's id after the prompt (an ASOF join: clients that give
+    -- every prompt the same id would make a join on the id grow with its square)
     SELECT turn_prompt.session_id, turn_prompt.turn_seq, prompt_answers.seq AS resp_seq,
         prompt_answers.ts AS resp_ts, prompt_answers.mono_ns AS resp_mono,
         prompt_answers.kind AS resp_kind, prompt_answers.payload AS resp
-    FROM turn_prompt JOIN prompt_answers ON prompt_answers.session_id = turn_prompt.session_id
+    FROM turn_prompt ASOF JOIN prompt_answers ON prompt_answers.session_id = turn_prompt.session_id
         AND prompt_answers.rpc_id = turn_prompt.prompt_id
         AND prompt_answers.seq > turn_prompt.prompt_seq
-    QUALIFY row_number() OVER (PARTITION BY turn_prompt.session_id, turn_prompt.turn_seq
-                               ORDER BY prompt_answers.seq) = 1
 ), wire_turns AS (
     SELECT turn_agg.session_id, 'wire' AS protocol, turn_agg.turn, turn_prompt.prompt_id,
         CASE WHEN json_type(turn_agg.ui) = 'VARCHAR' THEN turn_agg.ui->>'$'
