@@ -143,3 +143,32 @@ def site_packages(bin_dir: Path) -> Path:
                          capture_output=True, text=True, check=True, env=clean_env())
     return Path(out.stdout.strip())
 
+
+
+_VENV: Path | None = None
+
+
+def wheel_venv(tmp_root: Path) -> Path:
+    """bin/ of a fresh venv with the wheel (not editable) and pytest installed, made once per
+    test process and shared by every test that needs wire-recorder as a user installs it."""
+    global _VENV
+    if _VENV is None:
+        dist = built_dist(_fresh(tmp_root / "build"))
+        _VENV = make_venv(_fresh(tmp_root / "venv") / "v", str(dist.wheel), "pytest")
+    return _VENV
+
+
+def _fresh(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def tool_dir(tmp_root: Path, **tools: Path) -> Path:
+    """A folder holding only links named after `tools` (e.g. kimi=...), for a PATH that offers
+    those and nothing else of their own venvs."""
+    d = _fresh(tmp_root)
+    for name, target in tools.items():
+        link = d / name
+        if not link.exists():
+            link.symlink_to(target)
+    return d
