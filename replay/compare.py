@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .labels import describe, field_diff
+from .labels import describe, field_diff, inner_event
 from .normalize import Normalizer, canonical
 from .recording import Msg
 
@@ -182,8 +182,18 @@ def canonical_order(items: list[Item]) -> list[Item]:
 
 def _changed(a: Item, b: Item) -> Divergence:
     details = field_diff(a.norm, b.norm)
-    return Divergence("changed", a.where, f"expected {a.label}, got {b.label}", a.norm, b.norm,
-                      details, a.seg, a.msg.index)
+    if a.label != b.label:
+        message = f"expected {a.label}, got {b.label}"
+    else:  # the labels cut both values short alike: say where they differ instead
+        where = details[0] if details else "a field"
+        message = f"expected {a.label}, got one that differs in {where}"
+    return Divergence("changed", a.where, message, a.norm, b.norm, details, a.seg, a.msg.index)
+
+
+def _pair_key(m: Msg) -> tuple:
+    """Frames of one kind and type pair up; a wrapper by the type of the event it carries."""
+    inner = inner_event(m.payload) if m.kind == "notification" else None
+    return (m.kind, m.method, m.msg_type, inner[0] if inner else None)
 
 
 def diff_streams(recorded: list[Item], live: list[Item],
@@ -213,8 +223,9 @@ def diff_streams(recorded: list[Item], live: list[Item],
         pairs: dict[int, Item] = {}
         free = list(lb)
         for k, x in enumerate(ra):
+            key = _pair_key(x.msg)
             for y in free:
-                if (y.msg.kind, y.msg.method, y.msg.msg_type) == (x.msg.kind, x.msg.method, x.msg.msg_type):
+                if _pair_key(y.msg) == key:
                     pairs[k] = y
                     free.remove(y)
                     break

@@ -15,14 +15,28 @@ from wire_recorder.recorder.protocols.text import short as _short
 
 from .recording import Msg
 
-__all__ = ["MAX", "describe", "field_diff"]
+__all__ = ["MAX", "describe", "field_diff", "inner_event", "region_diff"]
+
+
+def inner_event(payload: Any) -> tuple[str, Any] | None:
+    """(type, payload) of the event a wrapper carries (`{"event": {"type", "payload"}}`: a
+    subagent's event inside its parent's stream), or None."""
+    inner = payload.get("event") if isinstance(payload, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("type"), str) and "payload" in inner:
+        return inner["type"], inner["payload"]
+    return None
 
 
 def describe(m: Msg, payload: Any = None) -> str:
-    """`payload` is the (normalised) payload to show; defaults to the message's own."""
+    """`payload` is the (normalised) payload to show; defaults to the message's own. A wrapper
+    is named with the event it carries: `SubagentEvent > ContentPart text "…"`."""
     p = m.payload if payload is None else payload
     if m.kind == "invalid":
         return "non-JSON frame " + _q(m.raw.decode("utf-8", "replace"), 50)
+    inner = inner_event(p) if m.kind == "notification" else None
+    if inner is not None:
+        label = m.adapter.describe(m.kind, m.method, inner[0], inner[1])
+        return f"{m.msg_type or m.method} > {label or inner[0]}"
     label = m.adapter.describe(m.kind, m.method, m.msg_type, p)
     if label is not None:
         return label
@@ -63,5 +77,31 @@ def field_diff(a: Any, b: Any, path: str = "", out: list[str] | None = None,
                 break
         return out
     if a != b:
-        out.append(f"{path or '(frame)'}: {_short(a, 60)} → {_short(b, 60)}")
+        if isinstance(a, str) and isinstance(b, str) and max(len(a), len(b)) > REGION:
+            out.append(region_diff(a, b, path or "(frame)"))
+        else:
+            out.append(f"{path or '(frame)'}: {_short(a, 60)} → {_short(b, 60)}")
     return out
+
+
+REGION = 60  # longer strings are shown around their first difference, not cut at the start
+CONTEXT = 24
+
+
+def region_diff(a: str, b: str, path: str) -> str:
+    """`path [char N of LEN_A/LEN_B]: …before|after… → …before|after…`: both strings around
+    their first differing character, so that two long values never print the same text."""
+    n = 0
+    limit = min(len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+
+    def around(s: str) -> str:
+        lo = max(0, n - CONTEXT)
+        hi = min(len(s), n + CONTEXT)
+        if not s:
+            return "(empty)"
+        text = s[lo:hi].replace("\n", "\\n")
+        return ("…" if lo > 0 else "") + text + ("…" if hi < len(s) else "")
+
+    return f"{path} [char {n} of {len(a)}/{len(b)}]: {around(a)} → {around(b)}"

@@ -231,6 +231,38 @@ def test_first_divergence_names_turn_step_and_both_frames():
     assert 'got ContentPart text "I won\'t"' in d[0].message
 
 
+def test_long_values_are_shown_around_their_first_difference_and_wrappers_by_their_event():
+    big = "x" * 100_000
+    a = items([ev("TurnBegin", {}), *step(1, ev("ContentPart", {"type": "text", "text": big + "A" + big}))])
+    b = items([ev("TurnBegin", {}), *step(1, ev("ContentPart", {"type": "text", "text": big + "B" + big + "!"}))])
+    d = diff_streams(a, b)[0]
+    # the labels cut both texts alike: the headline says where they differ instead
+    assert d.message.split(", got ")[0] != "expected " + d.message.split(", got ")[1]
+    assert "[char 100000 of 200001/200002]" in d.message
+    assert d.details[0].startswith("params.payload.text [char 100000 of 200001/200002]: …xx")
+    assert "xxA" in d.details[0] and "xxB" in d.details[0]
+    # frames differing in a field their label leaves out: never the same headline on both sides
+    d = diff_streams(items([ev("ApprovalResponse", {"response": "reject", "scope": "turn"})]),
+                     items([ev("ApprovalResponse", {"response": "reject", "scope": "session"})]))[0]
+    assert d.message == ("expected ApprovalResponse reject, got one that differs in "
+                         "params.payload.scope: turn → session")
+
+    def sub(t, p):
+        return ev("SubagentEvent", {"agent_id": "a1b2c3d4", "subagent_type": "coder",
+                                    "event": {"type": t, "payload": p}})
+    rec = [sub("StepBegin", {"n": 1}), sub("ContentPart", {"type": "text", "text": "hi"}),
+           sub("ToolCall", {"function": {"name": "Glob", "arguments": '{"pattern": "*"}'}})]
+    live = [sub("StepBegin", {"n": 1}), sub("ToolCall", {"function": {"name": "Glob", "arguments": '{"pattern": "*.md"}'}}),
+            sub("ContentPart", {"type": "text", "text": "hello"})]
+    ds = diff_streams(items([ev("TurnBegin", {}), *rec]), items([ev("TurnBegin", {}), *live]))
+    msgs = sorted(x.message for x in ds if x.kind == "changed")
+    # inner events named, and each paired with its own kind (not with what sits at its place)
+    assert msgs == ['expected SubagentEvent > ContentPart text "hi", got SubagentEvent > '
+                    'ContentPart text "hello"',
+                    'expected SubagentEvent > ToolCall Glob{"pattern": "*"}, got SubagentEvent '
+                    '> ToolCall Glob{"pattern": "*.md"}'], msgs
+
+
 def test_unknown_and_invalid_frames_are_compared_not_dropped():
     a = items([parse_msg(b"garbage", "a2c"), ev("BrandNewEvent", {"x": 1})])
     assert diff_streams(a, items([parse_msg(b"garbage", "a2c"), ev("BrandNewEvent", {"x": 1})])) == []
