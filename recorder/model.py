@@ -47,15 +47,17 @@ class Column:
 class Table:
     name: str
     columns: tuple[Column, ...]
+    since: int = 1  # the schema version that created the table
+
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
     def create_sql(self) -> str:
-        """The table as schema 1 created it. Later columns come from `added_in` steps, on new
-        files too, so a new file and a migrated old one have the same schema."""
-        cols = ",\n".join(f"    {c.ddl}" for c in self.columns if c.since == 1)
+        """The table as the schema that created it made it. Later columns come from `added_in`
+        steps, on new files too, so a new file and a migrated old one have the same schema."""
+        cols = ",\n".join(f"    {c.ddl}" for c in self.columns if c.since == self.since)
         return f"\nCREATE TABLE IF NOT EXISTS {self.name} (\n{cols}\n)"
 
     def create_current(self, name: str, *extra: str) -> str:
@@ -65,9 +67,12 @@ class Table:
         return f"CREATE TABLE {name} ({cols})"
 
     def added_in(self, version: int) -> list[str]:
-        """The statements that bring this table from schema version-1 to `version`."""
+        """The statements that bring this table from schema version-1 to `version`: the table
+        itself in the version that created it, else the columns that version added."""
+        if version == self.since:
+            return [self.create_sql()]
         return [f"ALTER TABLE {self.name} ADD COLUMN IF NOT EXISTS {c.ddl}"
-                for c in self.columns if c.since == version]
+                for c in self.columns if c.since == version > self.since]
 
     def select_list(self, version: int) -> str:
         """Every column, read from a file of schema `version`: NULL for columns added since."""
@@ -76,7 +81,8 @@ class Table:
 
     def markdown(self) -> str:
         rows = [f"| {c.name} | {c.sql_type} | "
-                f"{'' if c.since == 1 else f'schema {c.since}: '}{c.doc} |" for c in self.columns]
+                f"{'' if c.since == self.since else f'schema {c.since}: '}{c.doc} |"
+                for c in self.columns]
         return "\n".join(["| column | type | meaning |", "|---|---|---|", *rows])
 
 
@@ -216,8 +222,33 @@ SESSIONS = Table("sessions", (
     Column("redaction", "VARCHAR", "`off` (recorded with `--no-redact`), or a JSON object: the "
            "`rules` that ran, the project `config` file, `notes` (a config that could not be "
            "used); NULL for sessions stored before redaction existed", since=4),
+    Column("workdir", "VARCHAR", "the agent's work dir whose manifest `workdir_files` holds "
+           "(kimi's `-w`/`--work-dir` when given, else `cwd`)", since=5),
+    Column("workdir_manifest", "JSON", "what was taken of the work dir at session start: "
+           "`source` (`git` or `walk`), `files`, `bytes`, `snapshot` (files stored too), "
+           "`snapshot_files`, `snapshot_bytes`, `cut` (a bound was reached), `notes`; NULL for "
+           "sessions stored before schema 5", since=5),
 ))
 SESSION_COLUMNS: tuple[str, ...] = SESSIONS.names
+
+# The agent's work dir at session start (recorder/workdir.py): one row per file or symlink.
+WORKDIR_FILES = Table("workdir_files", (
+    Column("session_id", "VARCHAR", "the session", since=5, constraint="NOT NULL"),
+    Column("path", "VARCHAR", "relative to `sessions.workdir`, `/`-separated", since=5,
+           constraint="NOT NULL"),
+    Column("kind", "VARCHAR", "`file` or `symlink`", since=5),
+    Column("size", "BIGINT", "bytes (a symlink: its target's length)", since=5),
+    Column("sha256", "VARCHAR", "hex digest of the file's bytes; NULL when not hashed "
+           "(`note` says why: over the hashing budget, unreadable, or a secret was found in it)",
+           since=5),
+    Column("mode", "INTEGER", "permission bits (`st_mode & 0o7777`)", since=5),
+    Column("link", "VARCHAR", "a symlink's target (redacted)", since=5),
+    Column("content", "BLOB", "the file's bytes with secrets redacted (`wire-proxy "
+           "--snapshot-workdir`); NULL when not snapshotted", since=5),
+    Column("note", "VARCHAR", "why the hash or content is missing, or `redacted`", since=5),
+), since=5)
+WORKDIR_COLUMNS: tuple[str, ...] = WORKDIR_FILES.names
+TABLES = (SESSIONS, FRAMES, WORKDIR_FILES)
 
 
 def command_argv(command: Any) -> list[str] | None:
@@ -237,7 +268,7 @@ def wall_ts(wall_ns: int) -> _dt.datetime:
 
 
 # -- the docs tables ------------------------------------------------------------------------------
-DOC_TABLES = (FRAMES, SESSIONS)
+DOC_TABLES = (FRAMES, SESSIONS, WORKDIR_FILES)
 
 
 def _markers(table: Table) -> tuple[str, str]:

@@ -21,42 +21,36 @@ from collections.abc import Callable
 import duckdb
 
 from .errors import DBLocked, NotARecording, SchemaTooNew, SessionNotFound
-from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, Frame
+from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, TABLES, WORKDIR_COLUMNS, Frame
 from .paths import DUCKDB_MAGIC
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 INLINE_MAX = 256 * 1024
 
 META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
 
-# The tables' schema-1 form; the columns added since come from the migration steps. Both are
-# made from the column registry in model.py.
+# The tables' first form (schema 1: sessions, frames; schema 5: workdir_files); the columns added
+# since come from the migration steps. Both are made from the column registry in model.py.
 SESSIONS_DDL = SESSIONS.create_sql()
 FRAMES_DDL = FRAMES.create_sql()
 
 
-def _create_v1(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(SESSIONS_DDL)
-    con.execute(FRAMES_DDL)
-
-
-def _add_columns(version: int) -> Callable[[duckdb.DuckDBPyConnection], None]:
+def _add_tables_and_columns(version: int) -> Callable[[duckdb.DuckDBPyConnection], None]:
     def step(con: duckdb.DuckDBPyConnection) -> None:
-        for table in (SESSIONS, FRAMES):
+        for table in TABLES:
             for sql in table.added_in(version):
                 con.execute(sql)
     return step
 
 
-# (version it produces, step). A new schema's columns come from model.py (`since=`); a step that
-# does more than add columns is added here by hand. Steps only ever add. Fresh files run every
-# step too, so the upgrade path is exercised on each new recording.
+# (version it produces, step). A new schema's tables and columns come from model.py (`since=`);
+# a step that does more than add them is added here by hand. Steps only ever add. Fresh files run
+# every step too, so the upgrade path is exercised on each new recording.
 MIGRATIONS: list[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]] = [
-    (1, _create_v1),
-    *((v, _add_columns(v)) for v in range(2, SCHEMA_VERSION + 1)),
+    (v, _add_tables_and_columns(v)) for v in range(1, SCHEMA_VERSION + 1)
 ]
-assert all(c.since <= SCHEMA_VERSION for t in (SESSIONS, FRAMES) for c in t.columns)
+assert all(t.since <= c.since <= SCHEMA_VERSION for t in TABLES for c in t.columns)
 
 # Frame columns added after schema 1: (schema that added it, SQL type). Readers of older files
 # select NULL for them.
@@ -182,7 +176,7 @@ def _drop_if_empty(path: str) -> None:
         os.close(fd)
 
 
-RECORDER_TABLES = ("meta", "frames", "sessions")
+RECORDER_TABLES = ("meta", "frames", "sessions", "workdir_files")
 
 
 def check_base_tables(con: duckdb.DuckDBPyConnection, path: str, catalog: str | None = None) -> None:
@@ -382,6 +376,21 @@ class Store:
         else:
             self.con.execute(f"INSERT INTO sessions ({', '.join(cols)}) VALUES "
                              f"({', '.join('?' * len(cols))})", [values[c] for c in cols])
+
+    def insert_workdir_files(self, rows: list[tuple]) -> None:
+        """Append rows of `workdir_files` (tuples in WORKDIR_COLUMNS order)."""
+        if rows:
+            ap = self.con.appender("workdir_files", columns=list(WORKDIR_COLUMNS))
+            ap.append_rows(rows)
+            ap.flush()
+
+    def workdir_files(self, session_id: str) -> list[tuple] | None:
+        """A session's `workdir_files` rows (WORKDIR_COLUMNS order, by path); None for a file
+        older than schema 5, which has no such table."""
+        if self.version < 5:
+            return None
+        return self.con.execute(f"SELECT {', '.join(WORKDIR_COLUMNS)} FROM workdir_files "
+                                "WHERE session_id = ? ORDER BY path", [session_id]).fetchall()
 
     def close(self) -> None:
         if self.con is None:

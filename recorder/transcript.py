@@ -57,6 +57,16 @@ from .classify import Classifier, Extracted
 from .errors import TranscriptError, UserError
 from .model import SESSION_COLUMNS, Frame, command_argv, frame_row
 from .store import Store, open_store
+from .workdir import (
+    FILES_KEY,
+    BadHeader,
+    Manifest,
+    agent_workdir,
+    from_header,
+    read_stored,
+    session_manifest,
+    to_header,
+)
 
 FORMAT_VERSION = 2
 _FRAME_KEY = b',"frame":'
@@ -65,6 +75,8 @@ _T_KEY = b',"t_ms":'
 # session fields that differ on every run and say nothing about the conversation
 VOLATILE_SESSION_KEYS = frozenset({"session_id", "started_at", "ended_at", "agent_pid",
                                    "proxy_pid", "host", "mono_start_ns", "source"})
+# session columns written in the header's own "workdir" object, with the manifest's files
+WORKDIR_SESSION_KEYS = frozenset({"workdir", "workdir_manifest"})
 _EPOCH = _dt.datetime(2000, 1, 1)
 _LINE_GAP_MS = 1.0  # the reader's spacing of frames without a recorded delay
 _WAIT_QUANTUM_MS = 100
@@ -217,16 +229,32 @@ def _adapter_racy(protocol: str | None) -> frozenset[str]:
         return frozenset()
 
 
-def session_header(session: dict, aliases: Aliases | None = None) -> bytes:
+def session_header(session: dict, aliases: Aliases | None = None,
+                   workdir: Manifest | None = None) -> bytes:
+    """The header line; `workdir` (default: what the session dict carries) goes in its
+    `"workdir"` object: the dir, the manifest's summary, and the files (with their contents when
+    snapshotted: text, or base64 for bytes that are not UTF-8)."""
     s = {k: _jsonable(session.get(k)) for k in SESSION_COLUMNS
-         if session.get(k) is not None and k not in VOLATILE_SESSION_KEYS}
+         if session.get(k) is not None and k not in VOLATILE_SESSION_KEYS
+         and k not in WORKDIR_SESSION_KEYS}
     for k in ("command", "tags"):
         if isinstance(s.get(k), str):
             s[k] = orjson.loads(s[k])
     body = orjson.dumps(s)
     if aliases is not None:
         body = aliases(body)
-    return b'{"wire_transcript":%d,"session":' % FORMAT_VERSION + body + b"}"
+    head = b'{"wire_transcript":%d,"session":' % FORMAT_VERSION + body
+    if workdir is None:
+        workdir = session_manifest(session)
+    if workdir is not None:
+        al = aliases
+
+        def content(data: bytes) -> bytes:
+            # placeholders numbered like the frames' (their key differs every recording)
+            return data if al is None else _REDACTED_RE.sub(al._redacted, data)
+
+        head += b',"workdir":' + orjson.dumps(to_header(workdir, content))
+    return head + b"}"
 
 
 def _embeddable(raw: bytes) -> bool:
@@ -334,15 +362,17 @@ def _review_order(frames: list[Frame], protocol: str | None = None) -> list[Fram
     return rest[:at] + late + rest[at:]
 
 
-def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None = None) -> bytes:
-    """A session row and its frames (in seq order) as the bytes of a format-2 transcript."""
+def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None = None,
+                   workdir: Manifest | None = None) -> bytes:
+    """A session row and its frames (in seq order) as the bytes of a format-2 transcript;
+    `workdir`: its work dir manifest (default: what the session dict carries)."""
     if aliases is None:
         aliases = Aliases()
     cwd = session.get("cwd")
     aliases.set_paths(cwd if isinstance(cwd, str) else None,
                       command_argv(session.get("command")) or ())
     racy = _adapter_racy(session.get("protocol"))
-    out = [session_header(session, aliases)]
+    out = [session_header(session, aliases, workdir)]
     last_agent: int | None = None
     for f in _review_order(list(frames), session.get("protocol")):
         wait = None
@@ -358,14 +388,15 @@ def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None =
 def write_transcript(store: Store, session_id: str, out: IO[bytes],
                      aliases: Aliases | None = None) -> int:
     session = store.session(session_id)
-    return write_session(session, store.frames(session["session_id"]), out, aliases)
+    return write_session(session, store.frames(session["session_id"]), out, aliases,
+                         read_stored(store, session))
 
 
 def write_session(session: dict, frames: list[Frame], out: IO[bytes],
-                  aliases: Aliases | None = None) -> int:
+                  aliases: Aliases | None = None, workdir: Manifest | None = None) -> int:
     """Write a session as a transcript; returns the frame count."""
     frames = list(frames)
-    out.write(encode_session(session, frames, aliases))
+    out.write(encode_session(session, frames, aliases, workdir))
     return len(frames)
 
 
@@ -502,6 +533,19 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
     session["started_at"] = started_dt
     mono0 = int(session.get("mono_start_ns") or 0)
     session["mono_start_ns"] = mono0
+    for k in WORKDIR_SESSION_KEYS:  # only from the header's own "workdir" object
+        session.pop(k, None)
+    if head.get("workdir") is not None:
+        try:
+            summary, entries = from_header(head["workdir"])
+        except BadHeader as e:
+            raise TranscriptError(f"{_where(path, first + 1)}: {e}") from None
+        # not written: it is where the session's command worked (a replay's too, --update)
+        cwd = session.get("cwd")
+        session["workdir"] = agent_workdir(command_argv(session.get("command")), cwd) \
+            if isinstance(cwd, str) else None
+        session["workdir_manifest"] = orjson.dumps(summary).decode()
+        session[FILES_KEY] = entries
     classify = Classifier(session.get("protocol") or None)
     frames: list[Frame] = []
     t_prev = 0.0
@@ -557,6 +601,8 @@ def store_session(store: Store, session: dict, frames: Iterable[Frame], source: 
                             "use --replace to overwrite it, or import into another file")
         store.con.execute("DELETE FROM frames WHERE session_id = ?", [sid])
         store.con.execute("DELETE FROM sessions WHERE session_id = ?", [sid])
+        if FILES_KEY in session:  # else the stored manifest stays (wire-replay --update)
+            store.con.execute("DELETE FROM workdir_files WHERE session_id = ?", [sid])
     frames = list(frames)
     values = {k: session.get(k) for k in SESSION_COLUMNS if session.get(k) is not None}
     for k in ("command", "tags"):
@@ -566,6 +612,8 @@ def store_session(store: Store, session: dict, frames: Iterable[Frame], source: 
     values["frame_count"] = sum(1 for f in frames if f.direction in ("c2a", "a2c"))
     store.upsert_session(values)
     store.insert_frames([f.row() for f in frames])
+    if session.get(FILES_KEY):
+        store.insert_workdir_files([e.row(sid) for e in session[FILES_KEY]])
     return sid
 
 

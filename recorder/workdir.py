@@ -1,12 +1,491 @@
-"""The agent's work dir at session start: a manifest (relative paths, sizes, hashes) and, with
-`wire-proxy --snapshot-workdir`, the files themselves, so that a replay can start from the same
-state. Stored by the loader when a session's load begins."""
+"""The agent's work dir at session start: a manifest (relative paths, sizes, hashes, modes) and,
+with `wire-proxy --snapshot-workdir`, the files themselves, so that a replay can start from the
+same state (replay/workdir.py) or say how the dir it runs in differs.
+
+Stored by the loader when a session's load begins (`store_workdir`, called once per session, in
+the loader process: the relay never waits for it), in `sessions.workdir`,
+`sessions.workdir_manifest` and one `workdir_files` row per file (docs/design.md, "Store").
+
+Which dir: the agent command's `-w DIR` / `--work-dir DIR` when the agent is kimi (its flag for
+the work dir; resolved against the proxy's cwd), else the proxy's cwd, which the agent inherits.
+
+Which files: in a git work tree, what `git ls-files -co --exclude-standard` lists (tracked and
+untracked, not ignored); elsewhere a walk that leaves out `.git` and the folders in `SKIP_DIRS`.
+Symlinks are listed with their target and never followed; other special files are left out.
+
+Bounds (`Limits`, each reached one is a note and `cut` in the summary): at most 10,000 files
+listed, 128 MiB hashed, 10 s spent. The snapshot keeps files up to 1 MiB each, 32 MiB in all.
+Contents go through the recording's redaction: a file in which a rule found a secret is stored
+with placeholders, and its sha256 is left out (`note` "redacted"): a hash of a short file with a
+secret would let anyone test guesses of the secret. Files over 1 MiB are hashed without a scan.
+
+A load that begins long after the session started (`wire-proxy recover` of a killed proxy and
+loader) would see the work dir as the agent left it, not as it found it: no manifest is taken
+then, and the summary says why.
+
+Everything read back from a recording (a `.db` or a transcript header) is untrusted: paths are
+checked by `safe_relpath` before anything is written (replay/workdir.py).
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})
+WORKDIR_FLAGS = ("-w", "--work-dir")
+RECOVERED_AFTER_S = 120.0  # a load that begins later than this sees a dir the agent has used
+_MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_files: int = 10_000
+    max_hash_bytes: int = 128 * _MiB
+    max_seconds: float = 10.0
+    file_max: int = 1 * _MiB  # read, scanned for secrets and snapshotted up to this size
+    snapshot_max_bytes: int = 32 * _MiB
+
+
+@dataclass
+class Entry:
+    path: str  # relative, "/"-separated
+    kind: str = "file"  # file | symlink
+    size: int | None = None
+    sha256: str | None = None
+    mode: int | None = None
+    link: str | None = None
+    content: bytes | None = None
+    note: str | None = None
+
+    def row(self, session_id: str) -> tuple:
+        return (session_id, self.path, self.kind, self.size, self.sha256, self.mode, self.link,
+                self.content, self.note)
+
+
+@dataclass
+class Manifest:
+    workdir: str | None
+    entries: list[Entry] = field(default_factory=list)
+    source: str | None = None  # git | walk
+    snapshot: bool = False  # taken with --snapshot-workdir
+    cut: bool = False  # a bound was reached: not every file is listed or hashed
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        snap = [e for e in self.entries if e.content is not None]
+        out: dict[str, Any] = {
+            "source": self.source, "files": len(self.entries),
+            "bytes": sum(e.size or 0 for e in self.entries if e.kind == "file"),
+            "snapshot": self.snapshot}
+        if self.snapshot:
+            out["snapshot_files"] = len(snap)
+            out["snapshot_bytes"] = sum(len(e.content or b"") for e in snap)
+        out["cut"] = self.cut
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def by_path(self) -> dict[str, Entry]:
+        return {e.path: e for e in self.entries}
+
+
+# -- which dir, which files -----------------------------------------------------------------------
+def agent_workdir(command: list[str] | None, cwd: str | None) -> str | None:
+    """The dir the agent works in: kimi's `-w`/`--work-dir` argument, else `cwd`."""
+    argv = [str(a) for a in command or []]
+    if argv and os.path.basename(argv[0]).startswith("kimi"):
+        for i, a in enumerate(argv[1:], 1):
+            d = None
+            if a in WORKDIR_FLAGS and i + 1 < len(argv):
+                d = argv[i + 1]
+            elif a.startswith("--work-dir="):
+                d = a.partition("=")[2]
+            if d:
+                return os.path.normpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(d)))
+            if a == "--":
+                break
+    return cwd
+
+
+def _git_env() -> dict[str, str]:
+    # GIT_DIR and friends from the proxy's environment would list another repository
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
+def _git_paths(root: str, timeout: float) -> tuple[list[str] | None, str | None]:
+    """Paths git lists under root (None: not a git work tree, or git failed, with why)."""
+    try:
+        res = subprocess.run(
+            # fsmonitor would run a command named in the repository's config
+            ["git", "-c", "core.fsmonitor=false", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=root, capture_output=True, timeout=timeout, env=_git_env(),
+            stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, None if isinstance(e, FileNotFoundError) else f"git ls-files failed: {e}"
+    if res.returncode != 0:
+        err = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        if err and "not a git repository" in err[0]:
+            return None, None
+        why = err[0][:200] if err else f"exit {res.returncode}"
+        return None, f"git ls-files failed ({why})"
+    return sorted({os.fsdecode(p) for p in res.stdout.split(b"\0") if p}), None
+
+
+def _walk_paths(root: str, limits: Limits, deadline: float) -> tuple[list[str], bool]:
+    out: list[str] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                items = sorted(it, key=lambda d: d.name)
+        except OSError:
+            continue
+        subdirs = []
+        for d in items:
+            p = f"{rel}/{d.name}" if rel else d.name
+            try:
+                is_dir = d.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if d.name not in SKIP_DIRS:
+                    subdirs.append(p)
+                continue
+            out.append(p)
+            if len(out) > limits.max_files or time.monotonic() > deadline:
+                return sorted(out), True
+        stack.extend(reversed(subdirs))
+    return sorted(out), False
+
+
+def _read_regular(path: str, st: os.stat_result, limit: int | None) -> bytes | None:
+    """The bytes of a regular file, read without following a symlink swapped in since lstat
+    and without blocking on a FIFO; None when it is no longer that file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            return None
+        chunks = []
+        left = now.st_size if limit is None else min(now.st_size, limit)
+        while left > 0:
+            b = os.read(fd, min(left, _MiB))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _hash_file(path: str, st: os.stat_result) -> str | None:
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            return None
+        while b := os.read(fd, _MiB):
+            h.update(b)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def _utf8(p: str) -> bool:
+    try:
+        p.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
+                  limits: Limits = Limits(), listed: str | None = None) -> Manifest:
+    """The manifest of root now (and its files when `snapshot`), redacted by `redactor` (a
+    recorder.redact.Redactor, or None). `listed`: "git" or "walk" to force how files are found."""
+    started = time.monotonic()
+    deadline = started + limits.max_seconds
+    redact_text: Callable[[str], str] = getattr(redactor, "redact_text", lambda s: s)
+    m = Manifest(redact_text(root), snapshot=snapshot)
+    if not os.path.isdir(root):
+        m.notes.append("the work dir does not exist or is not a folder")
+        return m
+    paths: list[str] | None = None
+    if listed != "walk":
+        paths, why = _git_paths(root, limits.max_seconds)
+        if why:
+            m.notes.append(f"{why}; listed by a walk instead")
+    if paths is not None:
+        m.source = "git"
+        if len(paths) > limits.max_files:
+            m.cut = True
+    else:
+        m.source = "walk"
+        paths, m.cut = _walk_paths(root, limits, deadline)
+    if m.cut:
+        m.notes.append(f"more than {limits.max_files} files (or more than "
+                       f"{limits.max_seconds:g} s to list them): the manifest lists the first")
+    hashed = snap_bytes = 0
+    skipped = {"special": 0, "name": 0}
+    unhashed = unsnapped = 0
+    for rel in paths:
+        if len(m.entries) >= limits.max_files:
+            m.cut = True
+            break
+        if time.monotonic() > deadline:
+            m.cut = True
+            m.notes.append(f"stopped after {limits.max_seconds:g} s: "
+                           f"{len(paths) - len(m.entries)} files not listed")
+            break
+        if not _utf8(rel) or not safe_relpath(rel):
+            skipped["name"] += 1
+            continue
+        full = os.path.join(root, rel)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue  # tracked by git but deleted, or gone since the listing
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(full)
+            except OSError:
+                continue
+            m.entries.append(Entry(rel, "symlink", len(os.fsencode(target)),
+                                   link=redact_text(target)))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            skipped["special"] += int(not stat.S_ISDIR(st.st_mode))  # a dir: a git submodule
+            continue
+        e = Entry(rel, "file", st.st_size, mode=stat.S_IMODE(st.st_mode))
+        m.entries.append(e)
+        if hashed + st.st_size > limits.max_hash_bytes:
+            e.note = f"not hashed: over the {limits.max_hash_bytes // _MiB} MiB hashing budget"
+            unhashed += 1
+            m.cut = True
+            continue
+        try:
+            data = _read_regular(full, st, None) if st.st_size <= limits.file_max else None
+            if data is None and st.st_size <= limits.file_max:
+                e.note = "changed while read"
+                continue
+            e.sha256 = hashlib.sha256(data).hexdigest() if data is not None else \
+                _hash_file(full, st)
+        except OSError as err:
+            e.note = f"unreadable: {err.strerror}"
+            continue
+        hashed += st.st_size
+        if data is not None and redactor is not None and getattr(redactor, "enabled", False):
+            red = redactor.redact_bytes(data)
+            if red != data:
+                e.sha256, e.note, data = None, "redacted", red
+        if not snapshot:
+            continue
+        if data is None:
+            e.note = f"not in the snapshot: over {limits.file_max // 1024} KiB"
+            unsnapped += 1
+        elif snap_bytes + len(data) > limits.snapshot_max_bytes:
+            e.note = (e.note + "; " if e.note else "") + \
+                f"not in the snapshot: over its {limits.snapshot_max_bytes // _MiB} MiB"
+            unsnapped += 1
+            m.cut = True
+        else:
+            e.content = data
+            snap_bytes += len(data)
+    if skipped["name"]:
+        m.notes.append(f"{skipped['name']} files whose names are not UTF-8 left out")
+    if skipped["special"]:
+        m.notes.append(f"{skipped['special']} special files (FIFOs, sockets, devices) left out")
+    if unhashed:
+        m.notes.append(f"{unhashed} files not hashed (over the "
+                       f"{limits.max_hash_bytes // _MiB} MiB hashing budget)")
+    if unsnapped:
+        m.notes.append(f"{unsnapped} files not in the snapshot (over {limits.file_max // 1024} "
+                       f"KiB each or {limits.snapshot_max_bytes // _MiB} MiB in all)")
+    return m
+
+
+# -- storing and reading back ---------------------------------------------------------------------
+def save_manifest(store: Any, session_id: str, m: Manifest) -> None:
+    """Write a manifest into a writable recorder.store.Store (session row and files)."""
+    store.upsert_session({"session_id": session_id, "workdir": m.workdir,
+                          "workdir_manifest": orjson.dumps(m.summary()).decode()})
+    store.insert_workdir_files([e.row(session_id) for e in m.entries])
 
 
 def store_workdir(store: Any, meta: dict, redactor: Any) -> None:
-    """Store the manifest (and the snapshot when meta["snapshot_workdir"]) of meta["cwd"]."""
-    return None
+    """Store the manifest (and the snapshot when meta["snapshot_workdir"]) of the agent's work
+    dir. Never raises: a manifest that cannot be taken or stored costs the session nothing."""
+    sid = meta.get("session_id")
+    try:
+        root = agent_workdir(meta.get("command"), meta.get("cwd"))
+        if not sid or not root:
+            return
+        started = meta.get("started_wall_ns")
+        late = (time.time_ns() - started) / 1e9 if isinstance(started, int) else 0.0
+        if late > RECOVERED_AFTER_S:
+            m = Manifest(getattr(redactor, "redact_text", lambda s: s)(root),
+                         snapshot=bool(meta.get("snapshot_workdir")))
+            m.notes.append(f"not taken: the recording was loaded {late:.0f} s after the session "
+                           "started (recovered), when the work dir no longer showed its start")
+        else:
+            m = take_manifest(root, redactor, bool(meta.get("snapshot_workdir")))
+        save_manifest(store, sid, m)
+    except Exception as e:  # noqa: BLE001 - the session's frames matter more
+        sys.stderr.write(f"wire-proxy: session {sid}: work dir manifest not stored: {e}\n")
+
+
+def _summary(value: Any) -> dict | None:
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def manifest_of(session: dict, rows: list[tuple] | None) -> Manifest | None:
+    """A manifest from a session row (its workdir columns) and its `workdir_files` rows; None
+    when the session has none (recorded before schema 5, or imported without one)."""
+    summary = _summary(session.get("workdir_manifest"))
+    if summary is None and not rows:
+        return None
+    summary = summary or {}
+    m = Manifest(session.get("workdir") if isinstance(session.get("workdir"), str) else None,
+                 source=summary.get("source") if isinstance(summary.get("source"), str) else None,
+                 snapshot=summary.get("snapshot") is True, cut=summary.get("cut") is True,
+                 notes=[str(n) for n in summary.get("notes") or [] if isinstance(n, str)])
+    for r in rows or []:
+        _, path, kind, size, sha, mode, link, content, note = r
+        m.entries.append(Entry(path, kind or "file", size, sha, mode, link,
+                               bytes(content) if content is not None else None, note))
+    return m
+
+
+def read_stored(store: Any, session: dict) -> Manifest | None:
+    """A session's manifest from an open store (read-only is fine)."""
+    return manifest_of(session, store.workdir_files(session["session_id"]))
+
+
+def read_manifest(path: str, session_id: str | None = None) -> Manifest | None:
+    """The manifest of a session in a .db (opened read-only) or a .jsonl transcript."""
+    if path.endswith(".jsonl"):
+        from .transcript import read_transcript
+
+        session, _ = read_transcript(path)
+        return session_manifest(session)
+    from .store import open_store
+
+    with open_store(path, read_only=True) as store:
+        return read_stored(store, store.session(session_id))
+
+
+# -- in a transcript header -----------------------------------------------------------------------
+FILES_KEY = "workdir_files"  # where a session dict read from a transcript carries the entries
+
+
+def session_manifest(session: dict) -> Manifest | None:
+    """The manifest a session dict carries (read from a transcript: FILES_KEY holds the
+    entries), or that its columns describe."""
+    entries = session.get(FILES_KEY)
+    m = manifest_of(session, None)
+    if m is None and not entries:
+        return None
+    if m is None:
+        m = Manifest(session.get("workdir") if isinstance(session.get("workdir"), str) else None)
+    m.entries = list(entries or [])
+    return m
+
+
+def to_header(m: Manifest, content_filter: Callable[[bytes], bytes]) -> dict[str, Any]:
+    """The `"workdir"` object of a transcript header. The dir itself is left out: it is the one
+    the session's command names (`agent_workdir`), which the reader works out again."""
+    files = []
+    for e in m.entries:
+        d: dict[str, Any] = {"path": e.path}
+        if e.kind != "file":
+            d["kind"] = e.kind
+        for k in ("size", "sha256", "mode", "link", "note"):
+            v = getattr(e, k)
+            if v is not None:
+                d[k] = v
+        if e.content is not None:
+            data = content_filter(e.content)
+            try:
+                d["text"] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                d["b64"] = base64.b64encode(data).decode("ascii")
+        files.append(d)
+    out = dict(m.summary())
+    out["files"] = files
+    return out
+
+
+class BadHeader(ValueError):
+    pass
+
+
+def _typed(d: dict, key: str, types: tuple[type, ...], where: str) -> Any:
+    v = d.get(key)
+    if v is not None and (not isinstance(v, types) or isinstance(v, bool) and bool not in types):
+        raise BadHeader(f"{where}: \"{key}\" has the wrong type")
+    return v
+
+
+def from_header(obj: Any) -> tuple[dict, list[Entry]]:
+    """(summary, entries) from a transcript header's `"workdir"` object. Checks shapes only
+    (BadHeader); paths are checked where files are written (`safe_relpath`)."""
+    if not isinstance(obj, dict):
+        raise BadHeader('"workdir" is not an object')
+    files = obj.get("files") or []
+    if not isinstance(files, list):
+        raise BadHeader('"workdir.files" is not a list')
+    entries = []
+    for i, f in enumerate(files):
+        where = f"workdir.files[{i}]"
+        if not isinstance(f, dict) or not isinstance(f.get("path"), str):
+            raise BadHeader(f'{where} needs a "path" string')
+        content = None
+        if isinstance(f.get("text"), str):
+            content = f["text"].encode("utf-8", "surrogatepass")
+        elif f.get("b64") is not None:
+            try:
+                content = base64.b64decode(_typed(f, "b64", (str,), where), validate=True)
+            except ValueError:
+                raise BadHeader(f'{where}: "b64" is not valid base64') from None
+        kind = _typed(f, "kind", (str,), where) or "file"
+        if kind not in ("file", "symlink"):
+            raise BadHeader(f"{where}: unknown kind {kind[:20]!r}")
+        entries.append(Entry(f["path"], kind, _typed(f, "size", (int,), where),
+                             _typed(f, "sha256", (str,), where), _typed(f, "mode", (int,), where),
+                             _typed(f, "link", (str,), where), content,
+                             _typed(f, "note", (str,), where)))
+    summary = {k: v for k, v in obj.items() if k not in ("files", "dir")}
+    return summary, entries
+
+
+# -- untrusted paths ------------------------------------------------------------------------------
+def safe_relpath(path: Any) -> bool:
+    """A relative path that stays inside the dir it is joined to: no absolute path, no `..`,
+    `.` or empty parts, no NUL, within the usual length limits."""
+    if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
+        return False
+    if path.startswith("/"):
+        return False
+    parts = path.split("/")
+    return all(p not in ("", ".", "..") and len(p.encode("utf-8", "surrogatepass")) <= 255
+               for p in parts)

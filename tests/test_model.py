@@ -17,10 +17,13 @@ from wire_recorder.recorder.classify import PAYLOAD_MAX, Classifier, Extracted, 
 from wire_recorder.recorder.errors import SchemaTooNew
 from wire_recorder.recorder.model import (
     COLUMNS,
+    DOC_TABLES,
     FRAMES,
     ROW_ARGS,
     SESSION_COLUMNS,
     SESSIONS,
+    TABLES,
+    WORKDIR_COLUMNS,
     Frame,
     docs_block,
     frame_row,
@@ -28,6 +31,7 @@ from wire_recorder.recorder.model import (
 )
 from wire_recorder.recorder.store import SCHEMA_VERSION, open_store
 from wire_recorder.recorder.transcript import load_recording
+from wire_recorder.recorder.workdir import read_stored
 from wire_recorder.replay.recording import build_recording, parse_msg, recorded_msg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +44,7 @@ CURRENT = DATA / f"schema{SCHEMA_VERSION}.db"
 # -- the registry and what is made from it -------------------------------------------------------
 def test_design_md_holds_the_generated_column_tables():
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
-    for table in (FRAMES, SESSIONS):
+    for table in DOC_TABLES:
         assert docs_block(table) in text, \
             "regenerate: python -m wire_recorder.recorder.model docs/design.md"
     assert write_docs(text) == text
@@ -50,9 +54,9 @@ def test_frame_fields_are_the_frame_columns_in_order():
     assert tuple(f.name for f in dataclasses.fields(Frame)) == COLUMNS == FRAMES.names
     assert SESSION_COLUMNS == store_mod.SESSION_COLUMNS
     assert store_mod.ADDED_COLUMNS == {"blob_offset": (2, "BIGINT"), "anomaly": (3, "VARCHAR")}
-    assert max(c.since for c in FRAMES.columns + SESSIONS.columns) <= SCHEMA_VERSION
-    # a column added later cannot be NOT NULL (old rows have none) nor a key
-    assert all(not c.constraint for c in FRAMES.columns + SESSIONS.columns if c.since > 1)
+    assert max(c.since for t in TABLES for c in t.columns) <= SCHEMA_VERSION
+    # a column added after its table cannot be NOT NULL (old rows have none) nor a key
+    assert all(not c.constraint for t in TABLES for c in t.columns if c.since > t.since)
 
 
 def test_frame_row_and_frame_row_method_follow_the_registry():
@@ -98,6 +102,7 @@ def test_a_new_file_has_the_schema_old_releases_made(tmp_path):
     cols = [(t, n, d) for t, _, n, d, _, _ in _schema_of(new)[1]]
     assert [n for t, n, _ in cols if t == "frames"] == list(COLUMNS)
     assert [n for t, n, _ in cols if t == "sessions"] == list(SESSION_COLUMNS)
+    assert [n for t, n, _ in cols if t == "workdir_files"] == list(WORKDIR_COLUMNS)
     assert [d for t, _, d in cols if t == "frames"] == [c.sql_type for c in FRAMES.columns]
 
 
@@ -120,7 +125,16 @@ def test_every_old_schema_loads_read_only_and_migrates_when_opened_writable(tmp_
         assert store.version == version
         session = store.session()
         frames = store.frames(session["session_id"])
+        manifest = read_stored(store, session)
     assert _digest(db) == before  # a read-only open changes nothing
+    # schema 5: the work dir's manifest (none before)
+    if version < 5:
+        assert manifest is None
+    else:
+        assert manifest is not None and manifest.workdir == "/work" and manifest.snapshot
+        assert [(e.path, e.kind, e.size, e.content, e.link) for e in manifest.entries] == \
+            [("notes.txt", "file", 6, b"hello\n", None),
+             ("sub/link", "symlink", 12, None, "../notes.txt")]
     assert session["name"] == f"schema{version}" and session["protocol"] == "wire"
     assert [f.seq for f in frames] == list(range(1, 11))
     assert [f.kind for f in frames] == ["lifecycle", "request", "response", "request",
@@ -136,6 +150,7 @@ def test_every_old_schema_loads_read_only_and_migrates_when_opened_writable(tmp_
         assert store.version == SCHEMA_VERSION
         migrated = store.frames(session["session_id"])
         assert store.sessions() == [session]
+        assert read_stored(store, session) == manifest
     assert [f.row() for f in migrated] == [f.row() for f in frames]
     assert _schema_of(db) == _schema_of(CURRENT)
 

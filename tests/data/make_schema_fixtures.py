@@ -1,7 +1,7 @@
-"""Write the stored recordings of every schema version: tests/data/schema{1,2,3,4}.db and
+"""Write the stored recordings of every schema version: tests/data/schema{1,2,3,4,5}.db and
 schema_too_new.db (read by tests/test_model.py).
 
-    .venv/bin/python tests/data/make_schema_fixtures.py
+    .venv/bin/python tests/data/make_schema_fixtures.py [VERSION...]
 
 Each file is made the way wire-recorder of that version made it: the DDL and migration steps
 below are copied from those releases (not generated from today's column registry, which is what
@@ -76,6 +76,19 @@ STEPS = {
     2: ["ALTER TABLE frames ADD COLUMN IF NOT EXISTS blob_offset BIGINT"],
     3: ["ALTER TABLE frames ADD COLUMN IF NOT EXISTS anomaly VARCHAR"],
     4: ["ALTER TABLE sessions ADD COLUMN IF NOT EXISTS redaction VARCHAR"],
+    5: ["""
+CREATE TABLE IF NOT EXISTS workdir_files (
+    session_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    kind VARCHAR,
+    size BIGINT,
+    sha256 VARCHAR,
+    mode INTEGER,
+    link VARCHAR,
+    content BLOB,
+    note VARCHAR
+)""", "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS workdir VARCHAR",
+        "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS workdir_manifest JSON"],
 }
 FRAME_COLUMNS = {1: ["session_id", "seq", "ts", "mono_ns", "direction", "raw", "newline",
                      "byte_len", "kind", "method", "rpc_id", "msg_type", "payload",
@@ -83,10 +96,19 @@ FRAME_COLUMNS = {1: ["session_id", "seq", "ts", "mono_ns", "direction", "raw", "
 FRAME_COLUMNS[2] = FRAME_COLUMNS[1] + ["blob_offset"]
 FRAME_COLUMNS[3] = FRAME_COLUMNS[2] + ["anomaly"]
 FRAME_COLUMNS[4] = FRAME_COLUMNS[3]
+FRAME_COLUMNS[5] = FRAME_COLUMNS[4]
 
 SID = "20250102T030405-0ldf11e5"
 START = dt.datetime(2025, 1, 2, 3, 4, 5)
 MONO0 = 1_000_000_000
+# schema 5: the work dir's manifest, with a snapshot of one of its two files
+WORKDIR_ROWS = [
+    (SID, "notes.txt", "file", 6, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+     0o644, None, b"hello\n", None),
+    (SID, "sub/link", "symlink", 12, None, None, "../notes.txt", None, None),
+]
+WORKDIR_SUMMARY = ('{"source":"walk","files":2,"bytes":6,"snapshot":true,"snapshot_files":1,'
+                   '"snapshot_bytes":6,"cut":false}')
 FRAMES: list[tuple[str, bytes]] = [
     ("proxy", b'{"argv":["kimi","--wire"],"pid":4242,"event":"spawn"}'),
     ("c2a", b'{"jsonrpc":"2.0","method":"initialize","id":"init-1","params":'
@@ -148,6 +170,11 @@ def make(path: str, version: int, stamp: int | None = None) -> None:
         "?, '{}', 7, 0, 0, 'proxy', 'fixture-host', 4241, ?)",
         [SID, f"schema{version}", START, START + dt.timedelta(seconds=1), f"schema-{version}",
          MONO0])
+    if version >= 5:
+        con.execute("UPDATE sessions SET workdir = '/work', workdir_manifest = ?",
+                    [WORKDIR_SUMMARY])
+        con.executemany("INSERT INTO workdir_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        WORKDIR_ROWS)
     cols = FRAME_COLUMNS[version]
     con.executemany(f"INSERT INTO frames ({', '.join(cols)}) VALUES "
                     f"({', '.join('?' * len(cols))})", rows(version))
@@ -159,11 +186,13 @@ def make(path: str, version: int, stamp: int | None = None) -> None:
     con.close()
 
 
-def main() -> None:
-    for v in (1, 2, 3, 4):
+def main(versions: list[str]) -> None:
+    """Every file, or those of the versions named (a new schema's file, leaving the rest)."""
+    for v in [int(x) for x in versions] or [1, 2, 3, 4, 5]:
         make(os.path.join(HERE, f"schema{v}.db"), v)
-    make(os.path.join(HERE, "schema_too_new.db"), 3, stamp=99)
+    if not versions:
+        make(os.path.join(HERE, "schema_too_new.db"), 3, stamp=99)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
