@@ -125,7 +125,7 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
 
     errs = con.execute(f"""
         SELECT source, code,
-            CASE WHEN source = 'stderr' THEN '(agent stderr lines: see the errors view)'
+            CASE WHEN source = 'stderr' THEN '(agent stderr: see the errors view)'
                  ELSE left(regexp_replace(coalesce(message, ''), '\\s+', ' ', 'g'), 60) END AS msg,
             count(*) AS n
         FROM st_errors GROUP BY ALL ORDER BY n DESC, source LIMIT {TOP_ERRORS}""").fetchall()

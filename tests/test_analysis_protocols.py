@@ -598,10 +598,10 @@ def test_views_over_no_sessions_and_mixed_protocols(samples, tmp_path):
 
 
 # -- the views stay linear in frames, whatever the ids -------------------------------------------------
-def write_sessions(db: str, sessions: list[tuple[str, str, list[tuple[str, object]]]],
+def write_sessions(db: str, sessions: list[tuple[str, str, list[tuple]]],
                    names: dict[str, str] | None = None) -> None:
     """Sessions ((id, protocol, frames)) of generated frames ((direction, message or stderr
-    bytes)), classified by the loader's own code, 1 ms apart."""
+    bytes[, ms])), classified by the loader's own code, 1 ms apart unless ms says when."""
     from wire_recorder.recorder.classify import Extracted, classify
     from wire_recorder.recorder.model import frame_row, wall_ts
 
@@ -609,17 +609,17 @@ def write_sessions(db: str, sessions: list[tuple[str, str, list[tuple[str, objec
     with open_store(db) as store:
         for sid, protocol, frames in sessions:
             rows = []
-            for i, (direction, msg) in enumerate(frames, start=1):
+            for i, (direction, msg, *at) in enumerate(frames, start=1):
                 raw = msg if isinstance(msg, bytes) else orjson.dumps(msg)
+                ns = int(at[0] * 10**6) if at else i * 10**6
                 ex = Extracted("stderr") if direction == "stderr" else classify(raw, direction,
                                                                                protocol)
-                rows.append(frame_row(sid, i, wall_ts(t0 + i * 10**6), i * 10**6, direction, raw,
-                                      True, ex))
+                rows.append(frame_row(sid, i, wall_ts(t0 + ns), ns, direction, raw, True, ex))
             store.insert_frames(rows)
             store.upsert_session({"session_id": sid, "name": (names or {}).get(sid),
                                   "protocol": protocol, "started_at": wall_ts(t0),
                                   "source": "proxy", "mono_start_ns": 0,
-                                  "frame_count": sum(d in ("c2a", "a2c") for d, _ in frames)})
+                                  "frame_count": sum(f[0] in ("c2a", "a2c") for f in frames)})
 
 
 def _ev(t, payload):
@@ -691,3 +691,18 @@ def test_views_stay_linear_with_reused_ids(tmp_path):
                              "FROM requests GROUP BY 1 ORDER BY 1")
         assert reqs == [{"protocol": "acp", "n": turns, "a": turns, "after": turns},
                         {"protocol": "wire", "n": turns, "a": turns, "after": turns}]
+
+
+def test_a_stderr_dump_is_one_error_and_urls_are_no_errors(tmp_path):
+    dump = [b"1 validation error for Config", b"model", b"  Field required [type=missing]",
+            b"    For further information visit https://errors.pydantic.dev/2.11/v/missing"]
+    lines = [("stderr", b"fetching https://errors.example.dev/api/fail", 0)]
+    lines += [("stderr", line, 1000 + i) for i, line in enumerate(dump)]
+    lines += [("stderr", b"ERROR: boom", 5000), ("stderr", b"Error: again", 5050),
+              ("stderr", b"see https://example.dev/error-codes", 9000)]
+    db = str(tmp_path / "e.db")
+    write_sessions(db, [("noisy", "wire", lines)])
+    with open_workspace([db]) as ws:
+        got = _rows(ws.con, "SELECT seq, message FROM errors WHERE source = 'stderr' ORDER BY seq")
+    assert got == [{"seq": 2, "message": "\n".join(d.decode() for d in dump)},
+                   {"seq": 6, "message": "ERROR: boom\nError: again"}]

@@ -1,7 +1,25 @@
 -- errors: everything that went wrong, one row each: JSON-RPC errors (with the request they
--- answer), frames that did not parse, agent stderr lines that say something failed, proxy
--- trouble, a non-zero exit, and protocol anomalies
-WITH reqs AS (
+-- answer), frames that did not parse, agent stderr output that says something failed (one row
+-- per burst of lines: a traceback or a validation dump is one error), proxy trouble, a non-zero
+-- exit, and protocol anomalies
+WITH stderr_lines AS (
+    SELECT session_id, seq, ts, direction, mono_ns,
+        coalesce(try(decode(raw)), 'non-UTF-8 bytes: ' || byte_len::VARCHAR) AS line,
+        -- a line more than 100 ms after the one before starts a new burst
+        coalesce(mono_ns - lag(mono_ns) OVER (PARTITION BY session_id ORDER BY seq)
+                 > 100000000, true) AS starts
+    FROM frames WHERE kind = 'stderr' AND byte_len > 0
+), stderr_bursts AS (
+    SELECT *, sum(starts::INTEGER) OVER (PARTITION BY session_id ORDER BY seq) AS burst
+    FROM stderr_lines
+), stderr_errors AS (
+    SELECT session_id, min(seq) AS seq, arg_min(ts, seq) AS ts, 'stderr' AS direction,
+        string_agg(rtrim(line, chr(10) || chr(13)), chr(10) ORDER BY seq) AS message
+    FROM stderr_bursts GROUP BY session_id, burst
+    -- stderr is the agent's log: only output that says something failed is an error (kimi ends
+    -- every session with "To resume this session: ..."; all of it stays in frames)
+    HAVING bool_or(wr_says_failed(line))
+), reqs AS (
     SELECT session_id, seq, rpc_id,
         CASE direction WHEN 'c2a' THEN 'a2c' ELSE 'c2a' END AS answer_dir,
         coalesce(type, method) AS what
@@ -25,14 +43,13 @@ WITH reqs AS (
     UNION ALL
     SELECT session_id, seq, ts, direction, source, code, message, related, rpc_id FROM (
         SELECT session_id, seq, ts, direction, rpc_id,
-            CASE kind WHEN 'invalid' THEN 'invalid_frame' WHEN 'stderr' THEN 'stderr'
+            CASE kind WHEN 'invalid' THEN 'invalid_frame'
                  WHEN 'lifecycle' THEN CASE WHEN method = 'exit' THEN 'exit' ELSE 'proxy' END
             END AS source,
             CASE WHEN kind = 'lifecycle' AND method = 'exit'
                  THEN TRY_CAST(payload->>'exit_status' AS INTEGER) END AS code,
             CASE kind
                 WHEN 'invalid' THEN parse_error
-                WHEN 'stderr' THEN coalesce(try(decode(raw)), 'non-UTF-8 bytes: ' || byte_len::VARCHAR)
                 ELSE CASE
                     WHEN method <> 'exit' THEN concat_ws(': ', method,
                         coalesce(payload->>'where', payload->>'reason'), payload->>'error')
@@ -41,14 +58,13 @@ WITH reqs AS (
             END AS message,
             CASE kind WHEN 'invalid' THEN method WHEN 'lifecycle' THEN method END AS related
         FROM frames
-        -- stderr is the agent's log: only lines that say something failed are errors (kimi
-        -- ends every session with "To resume this session: ..."; all of it stays in frames)
         WHERE kind = 'invalid'
-           OR (kind = 'stderr' AND byte_len > 0 AND wr_says_failed(coalesce(try(decode(raw)), '')))
            OR (kind = 'lifecycle' AND method IN ('proxy_error', 'recording_gap', 'client_hangup',
                                                  'spawn_failed', 'exit'))
     )
     WHERE source <> 'exit' OR coalesce(code, 0) <> 0
+    UNION ALL
+    SELECT session_id, seq, ts, direction, 'stderr', NULL, message, NULL, NULL FROM stderr_errors
     UNION ALL
     -- protocol-level anomalies of frames that parsed (ids reused while pending, methods of
     -- another protocol)

@@ -12,6 +12,8 @@ CREATE OR REPLACE MACRO wr_tokens(status) AS
     + coalesce(status['token_usage']['input_cache_read'], 0)
     + coalesce(status['token_usage']['input_cache_creation'], 0);
 
--- an agent's stderr line that says something failed (case-insensitive)
-CREATE OR REPLACE MACRO wr_says_failed(line) AS regexp_matches(line,
+-- agent stderr text that says something failed (case-insensitive); URLs do not count (a
+-- pydantic dump ends with `https://errors.pydantic.dev/...`)
+CREATE OR REPLACE MACRO wr_says_failed(line) AS regexp_matches(
+    regexp_replace(line, '[A-Za-z][A-Za-z0-9+.-]*://[^[:space:]]*', '', 'g'),
     '(?i)error|exception|traceback|fatal|panic|fail|critical|denied|refused|cannot|could not|unable to|segmentation');
