@@ -451,7 +451,8 @@ def from_header(obj: Any) -> tuple[dict, list[Entry]]:
     (BadHeader); paths are checked where files are written (`safe_relpath`)."""
     if not isinstance(obj, dict):
         raise BadHeader('"workdir" is not an object')
-    files = obj.get("files") or []
+    files = obj.get("files")
+    files = [] if files is None else files
     if not isinstance(files, list):
         raise BadHeader('"workdir.files" is not a list')
     entries = []

@@ -21,7 +21,6 @@ from wire_recorder.recorder.model import (
     FRAMES,
     ROW_ARGS,
     SESSION_COLUMNS,
-    SESSIONS,
     TABLES,
     WORKDIR_COLUMNS,
     Frame,
