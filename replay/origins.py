@@ -32,6 +32,7 @@ from .recording import Recording, build_recording
 # kimi's resume flags. `-S`/`--session` is the adapter's session flag (it also normalises the
 # id away); continuing the work dir's last session has no id to normalise.
 CONTINUE_FLAGS = ("-C", "--continue")
+RESUME_ALIASES = ("-r", "--resume")  # kimi's other spelling of -S (its exit message uses it)
 PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_DEPTH = 8  # a chain of reopenings longer than this is a loop or a mistake
 
@@ -149,7 +150,12 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
 def resume_flag(rec: Recording) -> tuple[str, str | None] | None:
     """("-S", ID) or ("-C", None) when the recorded command resumes a session; None otherwise
     (also for an id that is not plain: it is never put on a live command line)."""
-    return _flag_in(rec.command, rec.adapter.session_flags, strict=True)
+    return _flag_in(rec.command, _session_flags(rec), strict=True)
+
+
+def _session_flags(rec: Recording) -> tuple[str, ...]:
+    flags = tuple(rec.adapter.session_flags)
+    return flags + RESUME_ALIASES if flags else ()
 
 
 def _flag_in(argv: Sequence[str], session_flags: Sequence[str],
@@ -177,7 +183,7 @@ def resume_args(chain: Sequence[Recording], argv: Sequence[str]) -> list[list[st
     `-S ID` without having named the id itself (kimi made it up) gets `-S ID` too, so that the
     live agent creates it under the id its successor resumes."""
     out: list[list[str]] = [[] for _ in chain]
-    if not chain or not argv or _flag_in(argv, chain[-1].adapter.session_flags) is not None:
+    if not chain or not argv or _flag_in(argv, _session_flags(chain[-1])) is not None:
         return out
     # the flags are the recorded program's: never given to another program
     flags = [resume_flag(r) if r.command and
