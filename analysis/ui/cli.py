@@ -1,0 +1,65 @@
+"""`wire-ui`: serve the web app over recordings on 127.0.0.1 and print its URL."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from wire_recorder.recorder.edge import entry
+
+UI = "wire-ui"
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
+                  help="A local web app over recordings: session index and search, "
+                       "conversation, timeline, frame inspector, live sessions, replay "
+                       "divergences. Read-only; listens on 127.0.0.1 only.\n\n"
+                       "Example: wire-ui 'sessions/**/*.db' report.json --no-browser")
+
+
+@app.command()
+def ui_cmd(
+    paths: list[str] = typer.Argument(None, metavar="[PATH...]",
+                                      help="recordings (.db, globs, folders, .jsonl) and "
+                                      "wire-replay --json reports (.json); default: the data "
+                                      "folder where wire-proxy records"),
+    port: int = typer.Option(0, "--port", "-p", help="the port (default: a free one)"),
+    no_browser: bool = typer.Option(False, "--no-browser", help="print the URL only"),
+) -> None:
+    from wire_recorder.recorder.errors import NoRecordings, UsageError
+
+    from .data import Catalog
+    from .server import serve
+
+    if not paths:
+        import os
+
+        from wire_recorder.recorder.paths import data_dir
+
+        folder = os.path.join(data_dir(), "sessions")
+        if not os.path.isdir(folder):
+            raise NoRecordings(f"no recordings yet in {folder}",
+                               "record with wire-proxy, or give files: wire-ui x.db")
+        paths = [folder]
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: not a port")
+    catalog = Catalog(paths)
+    try:
+        server = serve(catalog, port)
+    except OSError as e:
+        raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from None
+    sys.stdout.write(server.url + "\n")
+    sys.stdout.flush()
+    server.refresh_async()  # the index is built after the URL is out
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+
+
+main = entry(app, UI)

@@ -1,0 +1,464 @@
+"""What the web app shows, as plain data: the index of every session in every input, one
+session's cards, timeline bars, token chart and conversation, its frames, live sessions read
+from their spool, and replay reports.
+
+Recordings are opened read-only through the analysis workspace (`analysis.sources`) for each
+question and closed after it: a read-only attach still locks a file against a writer, and a
+session being recorded needs its loader to be able to write. A session being recorded is read
+from its spool (`<db>.<session>.spool`) the way `wire-show --follow` reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+import orjson
+
+from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.model import Frame
+
+from .conversation import Conversation, conversation
+
+PAGE = 2000  # conversation items per request
+INDEX_COLUMNS = ("key", "session_id", "name", "protocol", "agent", "started_at", "duration_ms",
+                 "turns", "tokens", "tool_calls", "errors", "anomalies", "tags", "source_file",
+                 "live")
+SORTABLE = {"name", "protocol", "agent", "started_at", "duration_ms", "turns", "tokens",
+            "tool_calls", "errors", "anomalies", "source_file"}
+
+
+def sql(name: str) -> str:
+    return files(__package__).joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
+
+
+def _rows(con: Any, text: str, params: dict | None = None) -> list[dict]:
+    cur = con.execute(text, params or {})
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def _json_safe(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat(sep=" ") if hasattr(v, "hour") else v.isoformat()
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode()
+    return v
+
+
+def _parsed(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return orjson.loads(v)
+        except orjson.JSONDecodeError:
+            return v
+    return v
+
+
+def agent_of(command: Any) -> str:
+    """The agent a session ran: the program's name, and its first word after it when the
+    program is an interpreter (`python server.py` is `server.py`)."""
+    argv = _parsed(command)
+    if not isinstance(argv, list) or not argv:
+        return ""
+    words = [os.path.basename(str(a)) for a in argv]
+    if words[0].startswith(("python", "node", "uv", "npx", "bun", "deno")) and len(words) > 1:
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else words[0]
+    return words[0]
+
+
+def _unescape(s: str | None) -> str:
+    if not s:
+        return ""
+    return s.replace("\\n", " ").replace('\\"', '"').replace("\\\\", "\\")
+
+
+@dataclass
+class Live:
+    """A session being recorded, followed through its spool."""
+
+    spool: str
+    db: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    conv: Conversation | None = None
+    meta: dict = field(default_factory=dict)
+    ended: bool = False
+    frames: list[Frame] = field(default_factory=list)
+    _reader: Any = None
+    _ingest: Any = None
+    _quiet: int = 0
+
+    def poll(self) -> None:
+        from wire_recorder.recorder.loader import Ingest
+        from wire_recorder.recorder.spool import SpoolReader
+
+        with self.lock:
+            if self.ended:
+                return
+            if self._reader is None:
+                try:
+                    self._reader = SpoolReader(self.spool)
+                except (OSError, UserError):
+                    self.ended = True
+                    return
+                self.meta = self._reader.meta
+                self._ingest = Ingest(None, self.meta)  # splits and classifies; writes nothing
+                self.conv = Conversation(self.meta.get("mono_start_ns"), self.meta.get("protocol"))
+            assert self.conv is not None
+            try:
+                records = self._reader.read_available()
+            except (OSError, UserError):
+                records = []
+            if records:
+                self._quiet = 0
+                self._ingest.feed(records)
+                self.conv.protocol = self.conv.protocol or self._ingest.classifier.protocol
+                new, self._ingest.rows = self._ingest.rows, []
+                for r in new:
+                    f = Frame(*r)
+                    self.frames.append(f)
+                    self.conv.add(f)
+            else:
+                self._quiet += 1
+                if self._quiet == 2:
+                    self.conv.pause()
+            if self._ingest.ended or not os.path.exists(self.spool):
+                self.conv.finish()
+                self.ended = True
+                self._reader.close()
+
+
+class Catalog:
+    """The sessions of the inputs. `specs` as for wire-query (files, globs, folders, .jsonl);
+    `.json` inputs are wire-replay reports. Safe to use from several threads."""
+
+    def __init__(self, specs: list[str], reports: list[str] | None = None):
+        self.specs = [s for s in specs if not s.endswith(".json")]
+        self.report_paths = [s for s in specs if s.endswith(".json")] + list(reports or [])
+        self._lock = threading.Lock()
+        self._file_no: dict[str, int] = {}
+        self.rows: list[dict] = []
+        self.by_key: dict[str, dict] = {}
+        self.problems: list[str] = []
+        self.ready = False
+        self.built_at = 0.0
+        self.build_ms = 0.0
+        self._signature: tuple = ()
+        self._live: dict[str, Live] = {}
+        self._conv_cache: OrderedDict[str, list[dict]] = OrderedDict()
+
+    # -- the index -------------------------------------------------------------------------------
+    def _paths(self) -> list[str]:
+        from ..sources import expand_inputs
+
+        try:
+            return expand_inputs(self.specs) if self.specs else []
+        except UserError as e:
+            self.problems = [e.one_line()]
+            return []
+
+    def _spools(self, paths: list[str]) -> list[tuple[str, str]]:
+        """(spool, db) of recordings in progress beside the inputs' files and in their folders."""
+        out: list[tuple[str, str]] = []
+        dirs = {os.path.dirname(os.path.abspath(p)) for p in paths if not os.path.isdir(p)}
+        dirs |= {os.path.abspath(os.path.expanduser(s)) for s in self.specs
+                 if os.path.isdir(os.path.expanduser(s))}
+        for d in sorted(dirs):
+            for sp in glob.glob(os.path.join(glob.escape(d), "**", "*.spool"), recursive=True):
+                db = sp.rsplit(".", 2)[0]
+                out.append((sp, db))
+        return out
+
+    def _key(self, path: str, sid: str) -> str:
+        n = self._file_no.setdefault(os.path.abspath(path), len(self._file_no))
+        return f"{n}.{sid}"
+
+    def build(self) -> None:
+        """(Re)read every input into the index."""
+        from ..sources import open_workspace
+
+        t0 = time.perf_counter()
+        paths = self._paths()
+        problems: list[str] = list(self.problems) if not paths else []
+        rows: list[dict] = []
+        groups: list[list[str]] = [paths] if paths else []
+        while groups:
+            group = groups.pop(0)
+            try:
+                with open_workspace(group) as ws:
+                    rows += _rows(ws.con, sql("index"))
+            except UserError as e:
+                if len(group) == 1:
+                    problems.append(e.one_line())
+                else:  # one bad or busy file: find it, keep the others
+                    half = len(group) // 2
+                    groups[:0] = [group[:half], group[half:]]
+        live_rows = []
+        spools = self._spools(paths)
+        for sp, db in spools:
+            key = "live." + str(self._file_no.setdefault(os.path.abspath(sp), len(self._file_no)))
+            lv = self._live.get(key) or Live(sp, db)
+            self._live[key] = lv
+            lv.poll()
+            sid = lv.meta.get("session_id")
+            if not sid:
+                continue
+            live_rows.append({
+                "key": key, "session_id": sid, "name": lv.meta.get("name"),
+                "protocol": (lv.conv.protocol if lv.conv else None) or lv.meta.get("protocol"),
+                "agent": agent_of(lv.meta.get("command")), "started_at": None,
+                "duration_ms": None, "turns": None, "tokens": None, "tool_calls": None,
+                "errors": None, "anomalies": None, "tags": lv.meta.get("tags"),
+                "source_file": db, "live": not lv.ended, "_text": ""})
+        live_ids = {r["session_id"] for r in live_rows}
+        out = []
+        for r in rows:
+            if r["session_id"] in live_ids:
+                continue
+            r["key"] = self._key(r["source_file"], r["session_id"])
+            r["agent"] = agent_of(r.pop("command", None))
+            r["tags"] = _parsed(r["tags"])
+            r["live"] = False
+            r["_text"] = (_unescape(r.pop("prompts", None)) + " " + _unescape(r.pop("said", None))).lower()
+            for k in ("started_at", "ended_at"):
+                r[k] = _json_safe(r.get(k))
+            out.append(r)
+        out += live_rows
+        with self._lock:
+            self.rows = out
+            self.by_key = {r["key"]: r for r in out}
+            self.problems = problems
+            self.ready = True
+            self.built_at = time.monotonic()
+            self.build_ms = (time.perf_counter() - t0) * 1000
+            self._signature = self._sig(paths, spools)
+
+    def _sig(self, paths: list[str], spools: list) -> tuple:
+        def mt(p: str) -> float:
+            try:
+                return os.path.getmtime(p)
+            except OSError:
+                return 0.0
+        return tuple((p, mt(p)) for p in paths) + tuple(s for s, _ in spools)
+
+    def stale(self) -> bool:
+        """Whether files or live recordings came or went since the index was built."""
+        paths = self._paths()
+        return self._sig(paths, self._spools(paths)) != self._signature
+
+    def page(self, q: str = "", protocol: str = "", tag: str = "", errors: bool = False,
+             day_from: str = "", day_to: str = "", sort: str = "started_at", desc: bool = True,
+             offset: int = 0, limit: int = 100) -> dict:
+        with self._lock:
+            rows = self.rows
+        words = q.lower().split()
+        sel = []
+        for r in rows:
+            if protocol and r.get("protocol") != protocol:
+                continue
+            if errors and not (r.get("errors") or r.get("anomalies")):
+                continue
+            day = (r.get("started_at") or "")[:10]
+            if day_from and day and day < day_from or day_to and day and day > day_to:
+                continue
+            if tag and not _has_tag(r.get("tags"), tag):
+                continue
+            if words:
+                hay = r["_text"] + " " + (r.get("name") or "").lower() + " " + r["session_id"].lower()
+                if not all(w in hay for w in words):
+                    continue
+            sel.append(r)
+        key = sort if sort in SORTABLE else "started_at"
+        present = [r for r in sel if r.get(key) is not None]
+        missing = [r for r in sel if r.get(key) is None]
+        present.sort(key=lambda r: r[key] if not isinstance(r[key], str) else r[key].lower(),
+                     reverse=desc)
+        sel = present + missing
+        limit = max(1, min(limit, 1000))
+        protocols = sorted({r["protocol"] for r in rows if r.get("protocol")})
+        return {"ready": self.ready, "total": len(rows), "matched": len(sel),
+                "offset": offset, "build_ms": round(self.build_ms, 1),
+                "rows": [{k: r.get(k) for k in INDEX_COLUMNS} for r in sel[offset:offset + limit]],
+                "protocols": protocols, "problems": self.problems,
+                "reports": [os.path.basename(p) for p in self.report_paths]}
+
+    # -- one session -----------------------------------------------------------------------------
+    def row(self, key: str) -> dict:
+        with self._lock:
+            r = self.by_key.get(key)
+        if r is None:
+            raise KeyError(key)
+        return r
+
+    def _open(self, r: dict) -> Any:
+        from ..sources import open_workspace
+
+        return open_workspace([r["source_file"]])
+
+    def session(self, key: str) -> dict:
+        if key.startswith("live."):
+            return self._live_session(key)
+        r = self.row(key)
+        sid = r["session_id"]
+        with self._open(r) as ws:
+            srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid", {"sid": sid})[0]
+            counts = _rows(ws.con, sql("counts"), {"sid": sid})[0]
+            spans = _rows(ws.con, sql("spans"), {"sid": sid})
+            tokens = _rows(ws.con, sql("tokens"), {"sid": sid})
+            items = self._items(key, ws, srow)
+        srow = {k: _json_safe(v) for k, v in srow.items()}
+        srow["command"] = _parsed(srow.get("command"))
+        srow["tags"] = _parsed(srow.get("tags"))
+        srow["agent"] = agent_of(srow["command"])
+        return {"key": key, "live": False, "session": srow, "counts": counts, "spans": spans,
+                "tokens": tokens, "items": items[:PAGE], "items_total": len(items)}
+
+    def _items(self, key: str, ws: Any, srow: dict) -> list[dict]:
+        with self._lock:
+            cached = self._conv_cache.get(key)
+            if cached is not None:
+                self._conv_cache.move_to_end(key)
+                return cached
+        from ..export import _frames
+
+        items = conversation(srow, _frames(ws, srow["session_id"]))
+        with self._lock:
+            self._conv_cache[key] = items
+            while len(self._conv_cache) > 4:
+                self._conv_cache.popitem(last=False)
+        return items
+
+    def items(self, key: str, start: int) -> dict:
+        if key.startswith("live."):
+            lv = self._live_get(key)
+            lv.poll()
+            conv_items = lv.conv.items if lv.conv else []
+            return {"items": conv_items[start:start + PAGE], "items_total": len(conv_items),
+                    "live": not lv.ended, "frames": len(lv.frames)}
+        r = self.row(key)
+        with self._lock:
+            cached = self._conv_cache.get(key)
+        if cached is None:
+            with self._open(r) as ws:
+                srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
+                             {"sid": r["session_id"]})[0]
+                cached = self._items(key, ws, srow)
+        return {"items": cached[start:start + PAGE], "items_total": len(cached), "live": False}
+
+    def _live_get(self, key: str) -> Live:
+        lv = self._live.get(key)
+        if lv is None:
+            raise KeyError(key)
+        return lv
+
+    def _live_session(self, key: str) -> dict:
+        lv = self._live_get(key)
+        lv.poll()
+        items = lv.conv.items if lv.conv else []
+        meta = lv.meta
+        srow = {"session_id": meta.get("session_id"), "name": meta.get("name"),
+                "protocol": (lv.conv.protocol if lv.conv else None) or meta.get("protocol"),
+                "command": meta.get("command"), "cwd": meta.get("cwd"), "tags": meta.get("tags"),
+                "agent": agent_of(meta.get("command")), "source_file": lv.db,
+                "started_at": None, "source": "live spool"}
+        return {"key": key, "live": not lv.ended, "session": srow, "counts": {"frames": len(lv.frames)},
+                "spans": [], "tokens": [], "items": items[:PAGE], "items_total": len(items)}
+
+    # -- frames ----------------------------------------------------------------------------------
+    def frames(self, key: str, lo: int, hi: int) -> list[dict]:
+        hi = min(hi, lo + 500)
+        if key.startswith("live."):
+            lv = self._live_get(key)
+            with lv.lock:
+                picked = [f for f in lv.frames if lo - 1 <= f.seq <= hi]
+            return _frame_dicts(picked, lo)
+        r = self.row(key)
+        with self._open(r) as ws:
+            return self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
+
+    def related(self, key: str, seq: int) -> list[dict]:
+        if key.startswith("live."):
+            return self.frames(key, seq, seq)
+        r = self.row(key)
+        with self._open(r) as ws:
+            seqs = [x[0] for x in ws.con.execute(sql("related"), {"sid": r["session_id"],
+                                                                   "seq": seq}).fetchall()]
+            if not seqs:
+                return []
+            return self._frames_in(ws, r, f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
+
+    def _frames_in(self, ws: Any, r: dict, where: str, lo: int | None) -> list[dict]:
+        from wire_recorder.recorder.model import COLUMNS
+        from wire_recorder.recorder.store import resolve_blobs
+
+        rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
+                              f"AND {where} ORDER BY seq", [r["session_id"]]).fetchall()
+        frames = [Frame(*x) for x in rows]
+        if any(f.raw is None and f.blob_offset is not None for f in frames):
+            resolve_blobs(frames, r["source_file"])
+        if lo is None:  # scattered frames: each one's gap is to the frame just before it
+            prev = {x[0]: x[1] for x in ws.con.execute(
+                "SELECT seq + 1, mono_ns FROM frames WHERE session_id = ? AND seq IN "
+                f"({', '.join(str(f.seq - 1) for f in frames) or 'NULL'})",
+                [r["session_id"]]).fetchall()}
+            return _frame_dicts(frames, None, prev)
+        return _frame_dicts(frames, lo)
+
+    # -- replay reports --------------------------------------------------------------------------
+    def report(self, n: int) -> dict:
+        path = self.report_paths[n]
+        try:
+            with open(path, "rb") as fh:
+                rep = orjson.loads(fh.read())
+        except (OSError, orjson.JSONDecodeError) as e:
+            raise UserError(f"{path}: not a wire-replay --json report ({e})") from None
+        if not isinstance(rep, dict) or "divergences" not in rep:
+            raise UserError(f"{path}: not a wire-replay --json report")
+        sid = rep.get("session_id")
+        key = next((r["key"] for r in self.rows if r["session_id"] == sid), None)
+        divs = rep.get("divergences") or []
+        first = rep.get("first_divergence")
+        order = ([first] if first else []) + [d for d in divs if d != first]
+        return {"path": path, "name": os.path.basename(path), "ok": rep.get("ok"),
+                "session_id": sid, "session_name": rep.get("name"), "key": key,
+                "recording": rep.get("recording"), "mode": rep.get("mode"),
+                "stopped": rep.get("stopped"), "stats": rep.get("stats"),
+                "divergences": order}
+
+
+def _has_tag(tags: Any, want: str) -> bool:
+    if isinstance(tags, dict):
+        k, _, v = want.partition("=")
+        return k in tags and (not v or str(tags[k]) == v)
+    if isinstance(tags, list):
+        return want in [str(t) for t in tags]
+    return False
+
+
+def _frame_dicts(frames: list[Frame], lo: int | None, prev: dict | None = None) -> list[dict]:
+    out = []
+    last = None
+    for f in frames:
+        if lo is not None and f.seq < lo:
+            last = f.mono_ns
+            continue
+        before = last if lo is not None else (prev or {}).get(f.seq)
+        raw = bytes(f.raw) if f.raw is not None else None
+        out.append({
+            "seq": f.seq, "ts": _json_safe(f.ts), "mono_ns": f.mono_ns,
+            "gap_ms": None if before is None or f.mono_ns is None else (f.mono_ns - before) / 1e6,
+            "direction": f.direction, "kind": f.kind, "method": f.method, "rpc_id": f.rpc_id,
+            "msg_type": f.msg_type, "byte_len": f.byte_len, "anomaly": f.anomaly,
+            "parse_error": f.parse_error, "known": f.known,
+            "raw_b64": base64.b64encode(raw).decode() if raw is not None else None,
+        })
+        last = f.mono_ns
+    return out

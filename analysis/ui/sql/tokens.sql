@@ -1,0 +1,8 @@
+-- Tokens per step (main agent and subagents apart), for the token chart.
+SELECT turn, step, sum(input_other) FILTER (WHERE agent_id IS NULL) AS input_other,
+       sum(input_cache_read) FILTER (WHERE agent_id IS NULL) AS input_cache_read,
+       sum(input_cache_creation) FILTER (WHERE agent_id IS NULL) AS input_cache_creation,
+       sum(output) FILTER (WHERE agent_id IS NULL) AS output,
+       sum(total) FILTER (WHERE agent_id IS NOT NULL) AS subagents
+FROM token_usage WHERE session_id = $sid
+GROUP BY ALL ORDER BY turn NULLS FIRST, step NULLS FIRST
