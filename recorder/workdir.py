@@ -430,9 +430,7 @@ def to_header(m: Manifest, content_filter: Callable[[bytes], bytes]) -> dict[str
             except UnicodeDecodeError:
                 d["b64"] = base64.b64encode(data).decode("ascii")
         files.append(d)
-    out = dict(m.summary())
-    out["files"] = files
-    return out
+    return {**m.summary(), "entries": files}
 
 
 class BadHeader(ValueError):
@@ -451,13 +449,13 @@ def from_header(obj: Any) -> tuple[dict, list[Entry]]:
     (BadHeader); paths are checked where files are written (`safe_relpath`)."""
     if not isinstance(obj, dict):
         raise BadHeader('"workdir" is not an object')
-    files = obj.get("files")
+    files = obj.get("entries")
     files = [] if files is None else files
     if not isinstance(files, list):
-        raise BadHeader('"workdir.files" is not a list')
+        raise BadHeader('"workdir.entries" is not a list')
     entries = []
     for i, f in enumerate(files):
-        where = f"workdir.files[{i}]"
+        where = f"workdir.entries[{i}]"
         if not isinstance(f, dict) or not isinstance(f.get("path"), str):
             raise BadHeader(f'{where} needs a "path" string')
         content = None
@@ -475,7 +473,7 @@ def from_header(obj: Any) -> tuple[dict, list[Entry]]:
                              _typed(f, "sha256", (str,), where), _typed(f, "mode", (int,), where),
                              _typed(f, "link", (str,), where), content,
                              _typed(f, "note", (str,), where)))
-    summary = {k: v for k, v in obj.items() if k not in ("files", "dir")}
+    summary = {k: v for k, v in obj.items() if k != "entries"}
     return summary, entries
 
 

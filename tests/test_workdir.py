@@ -146,10 +146,10 @@ def test_a_hostile_transcript_header_is_refused_or_kept_inside(tmp_path):
                                               "command": ["kimi", "--wire"]}}
     frame = b'{"dir":"c2a","frame":{"jsonrpc":"2.0","method":"initialize","id":1,"params":{}}}'
     bad = tmp_path / "bad.jsonl"
-    for workdir, msg in ((["x"], "is not an object"), ({"files": {}}, "not a list"),
-                         ({"files": [{"path": 1}]}, 'needs a "path"'),
-                         ({"files": [{"path": "a", "b64": "%%"}]}, "not valid base64"),
-                         ({"files": [{"path": "a", "size": True}]}, "wrong type")):
+    for workdir, msg in ((["x"], "is not an object"), ({"entries": {}}, "not a list"),
+                         ({"entries": [{"path": 1}]}, 'needs a "path"'),
+                         ({"entries": [{"path": "a", "b64": "%%"}]}, "not valid base64"),
+                         ({"entries": [{"path": "a", "size": True}]}, "wrong type")):
         bad.write_bytes(orjson.dumps(dict(head, workdir=workdir)) + b"\n" + frame + b"\n")
         with pytest.raises(Exception) as e:
             read_transcript(str(bad))
@@ -158,7 +158,7 @@ def test_a_hostile_transcript_header_is_refused_or_kept_inside(tmp_path):
              {"path": "l", "kind": "symlink", "link": "/etc/passwd"}]
     t = tmp_path / "t.jsonl"
     t.write_bytes(orjson.dumps(dict(head, workdir={"source": "walk", "snapshot": True,
-                                                     "files": files})) + b"\n" + frame + b"\n")
+                                                     "entries": files})) + b"\n" + frame + b"\n")
     plan = prepare_workdir(replay_recording.load(str(t)), None)
     try:
         assert plan.snapshot and plan.cwd and os.listdir(plan.cwd) == ["fine.txt"]
@@ -205,7 +205,8 @@ def test_a_real_session_records_its_work_dir_and_a_replay_starts_from_a_copy(kim
     data = t.read_bytes()
     head = orjson.loads(data.split(b"\n", 1)[0])
     assert SECRET.encode() not in data and str(run.root).encode() not in data
-    assert [f["path"] for f in head["workdir"]["files"]] == [".env", "notes.txt", "src/tool.sh"]
+    assert [f["path"] for f in head["workdir"]["entries"]] == [".env", "notes.txt", "src/tool.sh"]
+    assert head["workdir"]["files"] == 3 and head["workdir"]["snapshot"] is True
     assert "workdir" not in head["session"] and "workdir_manifest" not in head["session"]
     assert encode_session(*read_transcript(str(t))) == data  # read and written again: same bytes
     back = tmp_path / "back.db"
@@ -213,7 +214,9 @@ def test_a_real_session_records_its_work_dir_and_a_replay_starts_from_a_copy(kim
                          capture_output=True)
     assert imp.returncode == 0, imp.stderr
     again, first = read_manifest(str(back)), read_manifest(str(db))
-    assert again and first and [(e.path, e.size, e.sha256, e.mode) for e in again.entries] == \
+    assert again and first and again.summary() == first.summary() == summary
+    assert again.workdir == "/wire-recorder-workdir/work"  # the reader's stand-in for ${workdir}
+    assert [(e.path, e.size, e.sha256, e.mode) for e in again.entries] == \
         [(e.path, e.size, e.sha256, e.mode) for e in first.entries]
 
     # a replay starts from a fresh copy of the snapshot, whatever the recorded dir holds now
