@@ -36,6 +36,14 @@ value. A frame that itself contains a placeholder-like `${...}` is kept verbatim
 
 Any valid JSON formatting of a line is read (spacing, key order); a frame whose bytes cannot be
 sliced out of a re-formatted line is taken as the compact re-serialisation of its value.
+
+The header may hold `"workdir"`: the manifest of the agent's work dir at session start
+(recorder/workdir.py): its summary (`source`, `files`, `bytes`, `snapshot`, `cut`, `notes`, ...)
+and `"entries"`, one object per file (`path`, `size`, `sha256`, `mode`, `kind`/`link` for a
+symlink, `note`, and with a snapshot its bytes as `text`, or `b64` when they are not UTF-8;
+redaction placeholders in them numbered like the frames'). The dir itself is not written: it is
+the one the session's command names. Older transcripts have none; the reader checks only its
+shape, and whoever writes files from it checks every path (replay/workdir.py).
 """
 
 from __future__ import annotations

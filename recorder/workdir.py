@@ -144,9 +144,14 @@ def _git_paths(root: str, timeout: float) -> tuple[list[str] | None, str | None]
 
 
 def _walk_paths(root: str, limits: Limits, deadline: float) -> tuple[list[str], bool]:
+    """Files under root, sorted; True when a bound cut the walk short. Stays on root's file
+    system (a work dir of `/` would otherwise read /proc and /sys)."""
     out: list[str] = []
     stack = [""]
+    dev = os.stat(root).st_dev
     while stack:
+        if time.monotonic() > deadline:
+            return sorted(out), True
         rel = stack.pop()
         try:
             with os.scandir(os.path.join(root, rel) if rel else root) as it:
@@ -161,7 +166,11 @@ def _walk_paths(root: str, limits: Limits, deadline: float) -> tuple[list[str], 
             except OSError:
                 continue
             if is_dir:
-                if d.name not in SKIP_DIRS:
+                try:
+                    same_fs = d.stat(follow_symlinks=False).st_dev == dev
+                except OSError:
+                    continue
+                if d.name not in SKIP_DIRS and same_fs:
                     subdirs.append(p)
                 continue
             out.append(p)
