@@ -1,2 +1,66 @@
 """Agents replay knows how to run with their LLM pinned to what a recording says the model
-answered (today: kimi-cli, through its offline `_scripted_echo` provider)."""
+answered (today: kimi-cli, through its offline `_scripted_echo` provider).
+
+    pin = pin_llm(rec, argv, env)        # None: not an agent replay can pin
+    pin.use(origin, ...); run origin with pin.argv, pin.env
+    pin.use(rec, rec.cwd, live_cwd); run rec with pin.argv, pin.env
+    pin.cleanup()
+
+What the model answered comes from the recording's protocol adapter (its `llm_calls` part:
+recorder/protocols/wire/llm_calls.py, acp/llm_calls.py), as a neutral list of calls; how an
+agent is made to answer that way (its offline model, config, HOME and command line) is the
+agent's module here (kimi.py). Each agent module has `recognises(rec) -> bool` and
+`pin(rec, argv, env) -> LlmPin`; they are asked in the order of `AGENTS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..recording import Recording
+
+AGENTS = ("kimi",)
+
+
+class LlmPin:
+    """One scratch set-up (HOME, config, scripts file) for a chain of sessions: the origins a
+    session reopens, then the session, run one after the other with `argv` and `env`."""
+
+    argv: list[str]  # the user's agent command with the model swapped
+    env: dict[str, str]  # the full environment of the agent (scratch HOME, scripts)
+    home: str  # the scratch HOME, shared by the chain
+    notes: list[str]  # for the report
+
+    def use(self, rec: Recording, rec_workdir: str | None, live_workdir: str | None) -> None:
+        """Write the model's answers for `rec` before its run. Raises an InputError that names
+        the call the recording does not say enough about."""
+        raise NotImplementedError
+
+    def scripts(self) -> list[str]:
+        """The scripts last written, one per LLM call."""
+        raise NotImplementedError
+
+    def write_scripts(self, path: str) -> None:
+        """Write the scripts last written to `path` (`--write-llm-script`), for inspection."""
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        raise NotImplementedError
+
+
+def pin_llm(rec: Recording, argv: Sequence[str],
+            env: Mapping[str, str] | None) -> LlmPin | None:
+    """A pinned LLM for the agent that made `rec`, with its scratch folder made; None when the
+    recording was not made by an agent replay can pin, or its protocol says nothing of the
+    model's answers. Raises an InputError when the recording cannot yield the answers."""
+    if rec.adapter.part("llm_calls") is None:
+        return None
+    for name in AGENTS:
+        agent = importlib.import_module(f"{__name__}.{name}")
+        if agent.recognises(rec):
+            pin: LlmPin = agent.pin(rec, argv, env)
+            return pin
+    return None

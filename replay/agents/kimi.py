@@ -1,0 +1,483 @@
+"""kimi-cli with its LLM pinned to a recording: the offline `_scripted_echo` provider kimi ships
+answers each LLM call with the next script of a JSON list (kimi's parser:
+`kosong/chat_provider/echo/dsl.py`), and the scripts are what the recording says the model
+answered (recorder/protocols/<p>/llm_calls.py).
+
+The agent keeps its own configuration: the config the user's command names (`--config-file`,
+`--config`) or the one in its HOME (`$HOME/.kimi/config.toml`) is copied into a scratch HOME
+with only the model swapped (every model alias points at the offline provider, with the
+context size the recording reports; for ACP the models the recording offered), so tools,
+limits, hooks, MCP servers and everything else stay the user's. The user's skills, plugins and
+MCP file are linked into the scratch HOME; kimi's sessions and logs go to the scratch HOME.
+Inherited variables that change kimi's model or where it keeps its files are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime, time
+from typing import TYPE_CHECKING, Any
+
+from wire_recorder.recorder.errors import InputError, OutputError
+
+from ..normalize import WorkDirRewrite
+from . import LlmPin
+
+if TYPE_CHECKING:
+    from ..recording import Recording
+
+SERVER_NAMES = frozenset({"Kimi Code CLI"})
+PROGRAMS = frozenset({"kimi", "kimi-cli"})
+PROVIDER = "wire-replay-pinned"
+DEFAULT_ALIAS = "echo"
+DEFAULT_CONTEXT = 100_000
+SCRIPTS_ENV = "KIMI_SCRIPTED_ECHO_SCRIPTS"
+# Inherited variables that would change the model kimi uses (or its parameters), move its
+# files out of the scratch HOME (KIMI_SHARE_DIR), or print the offline model's trace to stdout.
+DROP_ENV = frozenset({"KIMI_SHARE_DIR", "KIMI_SCRIPTED_ECHO_TRACE", "KIMI_BASE_URL",
+                      "KIMI_API_KEY", "KIMI_OAUTH_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL"})
+DROP_ENV_PREFIXES = ("KIMI_MODEL_", "KIMI_CODE_")
+# What kimi reads from HOME besides its config and keeps read-only: linked into the scratch HOME
+HOME_LINKS = (".kimi/skills", ".kimi/plugins", ".kimi/mcp.json", ".config/agents/skills",
+              ".agents/skills", ".claude/skills", ".codex/skills")
+# `kimi acp` refuses session/new without a login; it only checks that a token exists and has
+# not expired (2100-01-01), and the offline provider never uses it
+CREDENTIALS = {"access_token": "wire-replay-offline", "refresh_token": "wire-replay-offline",
+               "expires_at": 4102444800, "scope": "", "token_type": "Bearer", "expires_in": 0}
+# str.splitlines() breaks at these, and kimi's script parser reads line by line
+LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+LIVE_LLM_HINT = "replay with --live-llm to use the agent's own model instead"
+
+
+# -- which recordings ------------------------------------------------------------------------
+
+
+def _initialize_result(rec: Recording) -> dict[str, Any] | None:
+    for m in rec.msgs:
+        if m.direction == "a2c" and m.kind == "response" and \
+                rec.client_requests.get(m.id_key or b"") == "initialize":
+            result = m.obj.get("result") if isinstance(m.obj, dict) else None
+            return result if isinstance(result, dict) else None
+    return None
+
+
+def recognises(rec: Recording) -> bool:
+    """Made by kimi: its initialize answer says so (Wire `server`, ACP `agentInfo`), or, without
+    one, the recorded command runs a program named kimi."""
+    result = _initialize_result(rec)
+    if result is not None:
+        for key in ("server", "agentInfo"):
+            info = result.get(key)
+            if isinstance(info, dict) and info.get("name") in SERVER_NAMES:
+                return True
+        return False
+    cmd = rec.command
+    return bool(cmd) and os.path.basename(cmd[0]) in PROGRAMS
+
+
+def pin(rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None) -> KimiPin:
+    return KimiPin(rec, argv, env)
+
+
+# -- the model's answers ----------------------------------------------------------------------
+
+
+def derive(rec: Recording) -> dict[str, Any]:
+    """The recording's LLM calls (its adapter's `llm_calls` part)."""
+    part = rec.adapter.part("llm_calls")
+    if part is None:
+        raise InputError(f"{rec.path}: session {rec.session_id} ({rec.protocol}) does not say "
+                         f"what a model answered", LIVE_LLM_HINT)
+    out: dict[str, Any] = part.llm_calls(rec.msgs, rec.client_requests)
+    return out
+
+
+def _cannot(rec: Recording, call: Mapping[str, Any], why: str) -> InputError:
+    return InputError(f"{rec.path}: cannot pin the LLM of session {rec.session_id} to the "
+                      f"recording: {call.get('where')} (recorded frame {call.get('frame')}): "
+                      f"{why}", LIVE_LLM_HINT)
+
+
+def _one_line(rec: Recording, call: Mapping[str, Any], what: str, value: str) -> str:
+    if LINE_BREAKS.search(value):
+        raise _cannot(rec, call, f"the model's {what} has a line break, which kimi's offline "
+                                 f"model (its scripts are read line by line) cannot say")
+    return value
+
+
+def _quoted(value: str) -> str:
+    # the parser strips the line and then one pair of matching quotes: quoting keeps leading
+    # and trailing spaces and quotes of the value itself
+    return f'"{value}"'
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=True)  # no raw line breaks (U+2028 …) in the line
+
+
+class PathMap:
+    """Recorded work dir -> live work dir, in what the model said."""
+
+    def __init__(self, recorded: str | None, live: str | None):
+        self.json = WorkDirRewrite(recorded, live)
+        self.text: tuple[re.Pattern[str], str] | None = None
+        if self.json.old:
+            old = os.path.normpath(str(recorded))
+            self.text = (re.compile(re.escape(old) + r"(?=/|$|[^\w.\-])"),
+                         os.path.normpath(os.path.abspath(str(live))))
+
+    def args(self, s: str | None) -> str | None:
+        if s is None or not self.json.old:
+            return s
+        return self.json(s.encode("utf-8")).decode("utf-8")
+
+    def plain(self, s: str) -> str:
+        if self.text is None:
+            return s
+        pattern, new = self.text
+        return pattern.sub(lambda _m: new, s)
+
+
+def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
+    """One call as a script in kimi's echo language."""
+    if call.get("problem"):
+        raise _cannot(rec, call, str(call["problem"]))
+    error = call.get("error")
+    if call.get("kind") == "error" or error:
+        return _error_line(rec, call, error or {})
+    lines: list[str] = []
+    if call.get("id") is not None:
+        lines.append("id: " + _quoted(_one_line(rec, call, "message id", str(call["id"]))))
+    usage = call.get("usage")
+    if isinstance(usage, dict):
+        lines.append("usage: " + _json({k: int(usage.get(k) or 0) for k in (
+            "input_other", "output", "input_cache_read", "input_cache_creation")}))
+    for p in call.get("parts") or []:
+        ptype = p.get("type")
+        if ptype in ("text", "think"):
+            value = p.get(ptype)
+            if not isinstance(value, str):
+                raise _cannot(rec, call, f"a {ptype} part without text")
+            lines.append(f"{ptype}: " + _quoted(paths.plain(_one_line(rec, call, ptype, value))))
+        elif ptype == "tool_call":
+            if not isinstance(p.get("id"), str) or not isinstance(p.get("name"), str):
+                raise _cannot(rec, call, "a tool call without its id or name")
+            body: dict[str, Any] = {"id": p["id"], "name": p["name"],
+                                    "arguments": paths.args(p.get("arguments"))}
+            if p.get("extras") is not None:
+                body["extras"] = p["extras"]
+            lines.append("tool_call: " + _json(body))
+        elif ptype == "tool_call_part":
+            lines.append("tool_call_part: " + _json(
+                {"arguments_part": paths.args(p.get("arguments_part"))}))
+        elif ptype in ("image_url", "audio_url", "video_url"):
+            lines.append(f"{ptype}: " + _json({"url": p.get("url"), "id": p.get("id")}))
+        else:
+            raise _cannot(rec, call, f"a part of type {ptype!r} the offline model cannot say")
+    if call.get("kind") == "compaction" and not call.get("parts"):
+        # the summary never reaches the client; any text stands in for it
+        lines.append("text: " + _quoted("(the compaction summary is not in the recording)"))
+    if not any(not ln.startswith(("id:", "usage:")) for ln in lines):
+        raise _cannot(rec, call, "the model's answer has no parts")
+    return "\n".join(lines)
+
+
+def _error_line(rec: Recording, call: Mapping[str, Any], error: Mapping[str, Any]) -> str:
+    kind = error.get("kind")
+    message = error.get("message")
+    text = "" if message is None else " " + _one_line(rec, call, "error message", str(message))
+    if kind in ("connection", "timeout"):
+        return f"error: {kind}{text}"
+    code = error.get("status_code")
+    if kind == "status" and isinstance(code, int):
+        return f"error: {code}{text}"
+    raise _cannot(rec, call, f"a provider error the offline model cannot make ({dict(error)})")
+
+
+def scripts_for(rec: Recording, calls: Sequence[Mapping[str, Any]], paths: PathMap) -> list[str]:
+    out: list[str] = []
+    for call in calls:
+        if call.get("kind") == "exhausted":
+            break  # the recorded model had no answer left: nor has the pinned one
+        out.append(script_for(rec, call, paths))
+    return out
+
+
+# -- the config -------------------------------------------------------------------------------
+
+
+def _flag(argv: Sequence[str], names: Sequence[str]) -> tuple[int, int, str] | None:
+    """(index, number of items, value) of the last `--flag VALUE` / `--flag=VALUE`."""
+    found = None
+    for i, a in enumerate(argv[1:], start=1):
+        for name in names:
+            if a == name and i + 1 < len(argv):
+                found = (i, 2, argv[i + 1])
+            elif a.startswith(name + "=") and name.startswith("--"):
+                found = (i, 1, a[len(name) + 1:])
+    return found
+
+
+def _parse_config(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        toml_error = e
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        return data
+    raise InputError(f"cannot read the agent's kimi config {where}: {toml_error}",
+                     "fix it, or give another with --config-file")
+
+
+def user_config(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, Any], str | None]:
+    """The kimi config the user's command would load, and where it is (None: none)."""
+    inline = _flag(argv, ("--config",))
+    if inline is not None:
+        return _parse_config(inline[2], "given with --config"), "--config"
+    given = _flag(argv, ("--config-file",))
+    if given is not None:
+        path = os.path.abspath(os.path.expanduser(given[2]))
+    else:
+        share = env.get("KIMI_SHARE_DIR") or os.path.join(env.get("HOME") or "~", ".kimi")
+        path = os.path.join(os.path.expanduser(share), "config.toml")
+    if not os.path.isfile(path):
+        return {}, None
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the agent's kimi config {path}: {e}") from None
+    return _parse_config(text, path), path
+
+
+def _model_key(acp_id: str) -> tuple[str, bool]:
+    key, _, variant = acp_id.partition(",")
+    return key, variant == "thinking"
+
+
+def pinned_config(config: Mapping[str, Any], model_info: Mapping[str, Any],
+                  scripts_path: str, argv: Sequence[str] = ()) -> dict[str, Any]:
+    """`config` with only the model swapped: every model alias on the offline provider (for
+    ACP, the aliases the recording offered), with the context size the recording reports."""
+    out = dict(config)
+    own = config.get("models") if isinstance(config.get("models"), dict) else {}
+    assert isinstance(own, dict)
+    context = model_info.get("max_context_size")
+    models: dict[str, dict[str, Any]] = {}
+    offered = model_info.get("models")
+    if isinstance(offered, list) and offered:
+        thinking_variants: set[str] = set()
+        for entry in offered:
+            key, thinking = _model_key(str(entry.get("id")))
+            name = str(entry.get("name") or key).removesuffix(" (thinking)")
+            if thinking:
+                thinking_variants.add(key)
+            if key not in models:
+                base = own.get(key)
+                base = dict(base) if isinstance(base, dict) else {}
+                models[key] = {**base, "model": str(base.get("model") or name)}
+        for key in thinking_variants:
+            m = models[key]
+            lowered = str(m["model"]).lower()
+            if "thinking" not in lowered and "reason" not in lowered:
+                caps = m.get("capabilities")
+                m["capabilities"] = sorted({*(caps if isinstance(caps, list) else []),
+                                            "thinking"})
+        current = model_info.get("current")
+        if isinstance(current, str):
+            key, thinking = _model_key(current)
+            if key in models:
+                out["default_model"] = key
+                out["default_thinking"] = thinking
+    elif own:
+        models = {k: dict(v) for k, v in own.items() if isinstance(v, dict)}
+    if not models:
+        models = {DEFAULT_ALIAS: {"model": DEFAULT_ALIAS}}
+    for m in models.values():
+        m["provider"] = PROVIDER
+        if isinstance(context, int) and context > 0:
+            m["max_context_size"] = context
+        elif not isinstance(m.get("max_context_size"), int):
+            m["max_context_size"] = DEFAULT_CONTEXT
+    chosen = _flag(argv, ("-m", "--model"))
+    if chosen is not None and chosen[2] not in models:  # the command picks an alias: keep it
+        models[chosen[2]] = dict(next(iter(models.values())))
+    if out.get("default_model") not in models:
+        out["default_model"] = next(iter(models))
+    out["models"] = models
+    out["providers"] = {PROVIDER: {"type": "_scripted_echo", "base_url": "", "api_key": "",
+                                   "env": {SCRIPTS_ENV: scripts_path}}}
+    return out
+
+
+# -- TOML, written here (tomllib only reads) ---------------------------------------------------
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key(k: str) -> str:
+    return k if _BARE_KEY.fullmatch(k) else _string(k)
+
+
+def _string(s: str) -> str:
+    # JSON's escapes are TOML's; TOML also wants DEL escaped
+    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return _string(v)
+    if isinstance(v, datetime | date | time):
+        return v.isoformat()
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def to_toml(data: Mapping[str, Any]) -> str:
+    """A TOML document for what tomllib read (tables as [headers], the rest inline)."""
+    lines: list[str] = []
+
+    def table(prefix: tuple[str, ...], d: Mapping[str, Any]) -> None:
+        subtables = [(k, v) for k, v in d.items() if isinstance(v, dict)]
+        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict)]
+        if prefix and (plain or not subtables):
+            lines.append("")
+            lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
+        for k, v in plain:
+            lines.append(f"{_key(str(k))} = {_value(v)}")
+        for k, v in subtables:
+            table((*prefix, str(k)), v)
+
+    table((), data)
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+# -- the pin ----------------------------------------------------------------------------------
+
+
+def agent_env(env: Mapping[str, str] | None, home: str, scripts_path: str) -> dict[str, str]:
+    out = {k: v for k, v in (os.environ if env is None else env).items()
+           if k not in DROP_ENV and not k.startswith(DROP_ENV_PREFIXES)}
+    out["HOME"] = home
+    out[SCRIPTS_ENV] = scripts_path
+    return out
+
+
+def _work_dir(argv: Sequence[str], base: str | None) -> str | None:
+    """kimi's work dir: its -w/--work-dir (relative to where it runs), else where it runs."""
+    w = _flag(argv, ("-w", "--work-dir"))
+    if w is None:
+        return base
+    if os.path.isabs(w[2]):
+        return w[2]
+    return os.path.join(base or os.getcwd(), w[2])
+
+
+class KimiPin(LlmPin):
+    def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None):
+        self.main = rec
+        self.calls = derive(rec)
+        # the session's own calls are checked before anything runs
+        scripts_for(rec, self.calls["calls"], PathMap(None, None))
+        base_env = os.environ if env is None else env
+        config, source = user_config(argv, base_env)
+        self.root = tempfile.mkdtemp(prefix="wire-replay-llm-")
+        try:
+            self.home = os.path.join(self.root, "home")
+            kimi_dir = os.path.join(self.home, ".kimi")
+            os.makedirs(os.path.join(kimi_dir, "credentials"))
+            self.scripts_path = os.path.join(self.root, "scripts.json")
+            self.config_path = os.path.join(kimi_dir, "config.toml")
+            self._write_config(config, argv)
+            cred = os.path.join(kimi_dir, "credentials", "kimi-code.json")
+            fd = os.open(cred, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(CREDENTIALS, f)
+            linked = self._link_home(base_env.get("HOME"))
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        self.argv = self._argv(argv)
+        self.env = agent_env(env, self.home, self.scripts_path)
+        self._scripts: list[str] = []
+        n = sum(1 for c in self.calls["calls"] if c.get("kind") != "exhausted")
+        self.notes = [f"LLM pinned to the recording: {n} model call(s) of session "
+                      f"{rec.session_id} answered by kimi's offline model (--live-llm uses the "
+                      f"agent's own)",
+                      f"agent config: {source or 'none found'}, with only the model swapped"
+                      + (f"; linked from HOME: {', '.join(linked)}" if linked else "")]
+
+    def _write_config(self, config: Mapping[str, Any], argv: Sequence[str]) -> None:
+        info = dict(self.calls.get("model") or {})
+        text = to_toml(pinned_config(config, info, self.scripts_path, argv))
+        with open(self.config_path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def _link_home(self, home: str | None) -> list[str]:
+        if not home or not os.path.isdir(home):
+            return []
+        linked = []
+        for rel in HOME_LINKS:
+            src = os.path.join(home, rel)
+            if os.path.exists(src):
+                dest = os.path.join(self.home, rel)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                os.symlink(src, dest)
+                linked.append("~/" + rel)
+        return linked
+
+    def _argv(self, argv: Sequence[str]) -> list[str]:
+        out = list(argv)
+        for names in (("--config",), ("--config-file",)):
+            while (found := _flag(out, names)) is not None and \
+                    not (names == ("--config-file",) and found[2] == self.config_path):
+                i, n, _ = found
+                out[i:i + n] = ["--config-file", self.config_path]
+        return out
+
+    def use(self, rec: Recording, rec_workdir: str | None, live_workdir: str | None) -> None:
+        calls = self.calls if rec is self.main else derive(rec)
+        recorded = _work_dir(rec.command, rec_workdir) if rec.command else rec_workdir
+        paths = PathMap(recorded, _work_dir(self.argv, live_workdir))
+        self._scripts = scripts_for(rec, calls["calls"], paths)
+        with open(self.scripts_path, "w", encoding="utf-8") as f:
+            json.dump(self._scripts, f, ensure_ascii=False, indent=1)
+
+    def scripts(self) -> list[str]:
+        return list(self._scripts)
+
+    def write_scripts(self, path: str) -> None:
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self._scripts, f, ensure_ascii=False, indent=1)
+                f.write("\n")
+        except OSError as e:
+            raise OutputError(f"cannot write the LLM scripts to {path}: "
+                              f"{e.strerror or e}") from None
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
