@@ -51,11 +51,12 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
     w, p = _where(session_ids)
     # The views are expensive to recompute for each question; one pass each into temp tables
     # (a few hundred thousand rows at most, streamed text excluded) keeps the whole summary fast.
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{w}", p)
-    # calls a reopened ACP session's history replays ran in an earlier session: not counted
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls"
-                f"{w}{' AND' if w else ' WHERE'} NOT history", p)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{w}", p)
+    # History an agent re-sends (Wire `replay`, a reopened ACP session) happened in an earlier
+    # run: marked in the views, counted nowhere here.
+    live = f"{w}{' AND' if w else ' WHERE'} NOT history"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{live}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls{live}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{live}", p)
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT * FROM errors{w}", p)
 
     sess = con.execute(

@@ -51,12 +51,12 @@ from wire_recorder.recorder.protocols.base import Adapter
 
 # Bump when a view changes shape or its SQL changes; stored in meta (`analysis_views`) so a file
 # says which view set it carries, and `store_views` replaces a set of another version.
-VIEWS_VERSION = "3"
+VIEWS_VERSION = "4"
 
 # Creation order: each view reads only `frames`, `sessions` and the views before it. The `wr_`
 # ones are internal (documented, but their columns may change).
-VIEW_NAMES = ["wr_anchors", "wr_events", "wr_rpc_events", "wr_rpc", "wr_rounds", "token_usage",
-              "steps", "turns", "requests", "tool_calls", "errors", "anomalies"]
+VIEW_NAMES = ["wr_history", "wr_anchors", "wr_events", "wr_rpc_events", "wr_rpc", "wr_rounds",
+              "token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies"]
 
 # Read several times by the other views: a workspace that materializes computes them once into
 # temp tables (empty, and so free, when no session needs them).
@@ -90,8 +90,24 @@ def view_sql(name: str, temp: bool = False, materialize: bool = False,
             parts.append(part)
     body = parts[0] if len(parts) == 1 else "\nUNION ALL BY NAME\n".join(
         f"SELECT * FROM (\n{p}\n)" for p in parts)
+    if name in PER_SESSION:
+        body = _with_name(name, body)
     kind = "TABLE" if temp and materialize and name in MATERIALIZED else "VIEW"
     return f"CREATE OR REPLACE {'TEMP ' if temp else ''}{kind} {name} AS\n{body}"
+
+
+# The views people query: each gets the session's `name` next to `session_id`, and those with
+# `history` have it false (never NULL) for the protocols that re-send none.
+PER_SESSION = ("token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies")
+WITH_HISTORY = ("token_usage", "steps", "turns", "requests", "tool_calls")
+
+
+def _with_name(name: str, body: str) -> str:
+    replace = " REPLACE (coalesce(wr_v.history, false) AS history)" if name in WITH_HISTORY else ""
+    return (f"SELECT wr_v.session_id, wr_names.name, wr_v.* EXCLUDE (session_id){replace}\n"
+            f"FROM (\n{body}\n) wr_v\n"
+            "LEFT JOIN (SELECT session_id, any_value(name) AS name FROM sessions GROUP BY ALL) "
+            "wr_names ON wr_names.session_id = wr_v.session_id")
 
 
 def macro_sql(temp: bool = False, adapters: list[Adapter] | None = None) -> list[str]:

@@ -343,3 +343,121 @@ def test_only_stderr_lines_that_say_something_failed_are_errors(tmp_path):
     stats = subprocess.run([os.path.join(os.path.dirname(sys.executable), "wire-stats"), db],
                            capture_output=True, text=True, timeout=60)
     assert "errors: stderr 1" in stats.stdout, stats.stdout
+
+
+# -- history re-sent by `replay` ---------------------------------------------------------------------
+def _drive_with_replay(argv: list[str], env: dict, cwd: str, deadline_s: float = 120) -> list[dict]:
+    """A Wire client: initialize (with an external tool), prompt, `replay`, prompt, EOF.
+    Approvals are approved, external tool requests answered (the replayed one too: kimi
+    ignores it). Returns the frames the client received."""
+    import subprocess
+
+    from sample_sessions.scenarios import WEATHER_RESULT, WEATHER_TOOL
+
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    killer = threading.Timer(deadline_s, proc.kill)
+    killer.start()
+    got: list[dict] = []
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(msg: dict) -> None:
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        proc.stdin.flush()
+
+    def until_answer(rid: str) -> dict:
+        for line in proc.stdout:
+            msg = json.loads(line)
+            got.append(msg)
+            if msg.get("method") == "request":
+                kind, payload = msg["params"]["type"], msg["params"]["payload"]
+                if kind == "ApprovalRequest":
+                    send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                        "request_id": msg["id"], "response": "approve"}})
+                elif kind == "ToolCallRequest":
+                    send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                        "tool_call_id": payload["id"], "return_value": WEATHER_RESULT}})
+            elif msg.get("id") == rid and "method" not in msg:
+                return msg
+        raise AssertionError(f"no answer to {rid}")
+
+    try:
+        send({"jsonrpc": "2.0", "method": "initialize", "id": "init-1", "params": {
+            "protocol_version": "1.10", "external_tools": [WEATHER_TOOL]}})
+        until_answer("init-1")
+        send({"jsonrpc": "2.0", "method": "prompt", "id": "p-1",
+              "params": {"user_input": "Weather, then list files"}})
+        assert until_answer("p-1")["result"]["status"] == "finished"
+        send({"jsonrpc": "2.0", "method": "replay", "id": "r-1", "params": {}})
+        assert until_answer("r-1")["result"]["status"] == "finished"
+        send({"jsonrpc": "2.0", "method": "prompt", "id": "p-2", "params": {"user_input": "Thanks"}})
+        assert until_answer("p-2")["result"]["status"] == "finished"
+        proc.stdin.close()
+        proc.wait(60)
+    finally:
+        killer.cancel()
+        proc.kill()
+        proc.wait()
+    return got
+
+
+def test_replayed_history_is_marked_and_not_counted(kimi_exe, tmp_path):
+    """kimi re-sends a session's history when the client asks for `replay`: the views mark it
+    and leave it out, so they equal those of kimi's own log of the same run (which does not
+    hold replayed frames); wire-stats and wire-show count it nowhere."""
+    import shutil
+
+    from tests.harness.kimi_peer import KimiRun, msg_id, script, shell, text, tool_call, usage
+
+    scripts = [
+        script(msg_id("m-1"), usage(300, 20, 100), text("Checking."),
+               tool_call("call-w1", "lookup_weather", {"city": "Paris"}), shell("call-s1", "echo hi")),
+        script(msg_id("m-2"), usage(400, 30, 200), text("Sunny, and the folder is listed.")),
+        script(msg_id("m-3"), usage(500, 10, 300), text("You are welcome.")),
+    ]
+    run = KimiRun.create(scripts, session_id="wr-replayed", kimi=kimi_exe, tmp_root=tmp_path)
+    db = str(tmp_path / "replayed.db")
+    got = _drive_with_replay([str(harness.BIN / "wire-proxy"), "--db", db, "--name", "replayed",
+                              "--", *run.argv()], run.env(), str(run.workdir))
+    # the agent did re-send turn 1, its requests with their original ids
+    assert [m["params"]["type"] for m in got if m.get("params", {}).get("type") == "TurnBegin"] == \
+        ["TurnBegin"] * 3
+    assert sum(m.get("id") == "call-w1" and m.get("method") == "request" for m in got) == 2
+    log = tmp_path / "kimi-log" / "wr-replayed" / "wire.jsonl"
+    log.parent.mkdir(parents=True)
+    shutil.copyfile(next(run.home.glob(".kimi/sessions/*/wr-replayed/wire.jsonl")), log)
+    imported = str(tmp_path / "imported.db")
+    assert run_cli("wire-import", str(log), "--db", imported).returncode == 0
+    views = {
+        "turns": "turn, user_input, status, steps, tool_calls, subagent_tool_calls, retries, "
+                 "input_other, output, input_cache_read, input_cache_creation, total_tokens",
+        "steps": "turn, step, total_tokens, message_id, context_tokens, tool_calls, interrupted",
+        "tool_calls": "turn, step, tool_call_id, tool_name, arguments, is_error, output_chars, "
+                      "external, agent_id",
+        "token_usage": "turn, step, agent_id, message_id, input_other, output, input_cache_read, "
+                       "input_cache_creation, total, context_tokens",
+        "requests": "turn, step, request_id, type, subject",
+    }
+    with open_workspace([db]) as rec, open_workspace([imported]) as imp:
+        for view, cols in views.items():
+            # kimi's log holds no approvals (they travel outside the turn)
+            odd = " AND type <> 'ApprovalRequest'" if view == "requests" else ""
+            live = f"SELECT {cols} FROM {view} WHERE NOT history{odd} ORDER BY ALL"
+            assert _rows(rec, live) == _rows(imp, live), view
+            assert _rows(imp, f"SELECT count(*) AS n FROM {view} WHERE history") == [{"n": 0}]
+        # the history is there, marked: turn 1 once more, with its calls and tokens
+        hist = _rows(rec, "SELECT turn, status, total_tokens FROM turns WHERE history")
+        first = _rows(rec, "SELECT turn, status, total_tokens FROM turns WHERE NOT history "
+                           "AND turn = 1")
+        assert hist == first and hist[0]["total_tokens"] > 0
+        assert _rows(rec, "SELECT tool_call_id FROM tool_calls WHERE history ORDER BY 1") == \
+            [{"tool_call_id": "call-s1"}, {"tool_call_id": "call-w1"}]
+        assert _rows(rec, "SELECT name, count(*) AS n FROM turns GROUP BY 1") == \
+            [{"name": "replayed", "n": 3}]
+        want_tokens = imp.con.execute("SELECT sum(total_tokens) FROM turns").fetchone()[0]
+    stats = json.loads(run_cli("wire-stats", db, "--format", "json").stdout)["overview"]
+    assert (stats["turns"], stats["total_tokens"]) == (2, want_tokens)
+    assert stats["protocols"]["wire"]["tool_calls"] == 2
+    show = run_cli("wire-show", db, "--session", "replayed").stdout
+    assert "history" in show and f"tokens: {want_tokens:,} =" in show
+    assert "total: 2 turns" in show and "2 tool calls" in show

@@ -1,7 +1,7 @@
 -- anomalies: frames that did not parse or broke the protocol (an id reused while pending, a
 -- method of another protocol), with the turn they happened in
 WITH turn_of AS (
-    SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq
+    SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq AND NOT history
 ), protos AS (
     SELECT session_id, any_value(protocol) AS protocol FROM sessions GROUP BY session_id
 ), odd AS (

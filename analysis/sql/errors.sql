@@ -28,7 +28,7 @@ WITH stderr_lines AS (
     SELECT session_id, seq, ts, direction, rpc_id, payload FROM wr_events WHERE kind = 'error'
 ), turn_of AS (
     -- the frame each turn starts with, for frames that are not in wr_events
-    SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq
+    SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq AND NOT history
 ), protos AS (
     SELECT session_id, any_value(protocol) AS protocol FROM sessions GROUP BY session_id
 ), all_errors AS (

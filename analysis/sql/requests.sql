@@ -8,5 +8,6 @@ SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS protocol, NULL::INTEGER AS 
     NULL::TIMESTAMP AS answered_at, NULL::DOUBLE AS wait_ms, NULL::VARCHAR AS answer_kind,
     NULL::JSON AS answer, NULL::VARCHAR AS outcome, NULL::VARCHAR AS resolved_by,
     NULL::VARCHAR AS agent_response, NULL::TIMESTAMP AS agent_resolved_at,
-    NULL::DOUBLE AS agent_resolved_ms, NULL::BIGINT AS seq
+    NULL::DOUBLE AS agent_resolved_ms, NULL::BOOLEAN AS history,
+    NULL::BIGINT AS seq
 WHERE false

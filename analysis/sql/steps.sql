@@ -8,5 +8,6 @@ SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS protocol, NULL::INTEGER AS 
     NULL::BIGINT AS context_tokens, NULL::DOUBLE AS context_usage, NULL::VARCHAR AS message_id,
     NULL::BIGINT AS status_updates, NULL::BIGINT AS tool_calls,
     NULL::BIGINT AS subagent_tool_calls, NULL::BOOLEAN AS interrupted, NULL::BIGINT AS retries,
-    NULL::BOOLEAN AS retried, NULL::BIGINT AS seq
+    NULL::BOOLEAN AS retried, NULL::BOOLEAN AS history,
+    NULL::BIGINT AS seq
 WHERE false

@@ -7,5 +7,5 @@ SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS protocol, NULL::BIGINT AS s
     NULL::BIGINT AS input_other, NULL::BIGINT AS output, NULL::BIGINT AS input_cache_read,
     NULL::BIGINT AS input_cache_creation, NULL::BIGINT AS total,
     NULL::BIGINT AS context_tokens, NULL::BIGINT AS max_context_tokens,
-    NULL::DOUBLE AS context_usage
+    NULL::DOUBLE AS context_usage, NULL::BOOLEAN AS history
 WHERE false

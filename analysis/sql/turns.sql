@@ -10,5 +10,6 @@ SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS protocol, NULL::INTEGER AS 
     NULL::BIGINT AS subagent_tool_calls, NULL::BIGINT AS approvals, NULL::BIGINT AS retries,
     NULL::BIGINT AS steers, NULL::BIGINT AS input_other, NULL::BIGINT AS output,
     NULL::BIGINT AS input_cache_read, NULL::BIGINT AS input_cache_creation,
-    NULL::BIGINT AS total_tokens, NULL::BIGINT AS subagent_tokens, NULL::BIGINT AS seq
+    NULL::BIGINT AS total_tokens, NULL::BIGINT AS subagent_tokens, NULL::BOOLEAN AS history,
+    NULL::BIGINT AS seq
 WHERE false

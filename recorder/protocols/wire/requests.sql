@@ -1,7 +1,7 @@
 -- Wire: the agent's requests to the client (ApprovalRequest, QuestionRequest,
 -- ToolCallRequest, HookRequest) with the client's answer, or the agent's own resolution
 WITH wire_rq AS (
-    SELECT session_id, seq, ts, mono_ns, turn, step, rpc_id AS request_id, type, payload
+    SELECT session_id, seq, ts, mono_ns, turn, step, rpc_id AS request_id, type, payload, history
     FROM wr_events WHERE is_request
 ), wire_ans AS (
     SELECT session_id, seq, ts, mono_ns, rpc_id, kind, payload FROM wr_events
@@ -71,7 +71,7 @@ WITH wire_rq AS (
              WHEN wire_resolved.response IS NOT NULL THEN 'agent' END AS resolved_by,
         wire_resolved.response AS agent_response, wire_resolved.ts AS agent_resolved_at,
         (wire_resolved.mono_ns - wire_rq.mono_ns) / 1e6 AS agent_resolved_ms,
-        wire_rq.seq
+        wire_rq.history, wire_rq.seq
     FROM wire_rq
     LEFT JOIN wire_matched ON wire_matched.session_id = wire_rq.session_id
         AND wire_matched.req_seq = wire_rq.seq

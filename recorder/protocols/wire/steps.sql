@@ -2,7 +2,7 @@
 -- sums need the token columns of every StatusUpdate (main and subagent) next to the other
 -- events, so they aggregate one materialised pass over wr_events.
 WITH step_events AS MATERIALIZED (
-    SELECT session_id, seq, ts, mono_ns, turn, turn_seq, step, step_seq, agent_id, type,
+    SELECT session_id, seq, ts, mono_ns, turn, turn_seq, step, step_seq, agent_id, type, history,
         coalesce(status['token_usage']['input_other'], 0) AS i_other,
         coalesce(status['token_usage']['output'], 0) AS o,
         coalesce(status['token_usage']['input_cache_read'], 0) AS i_read,
@@ -14,6 +14,7 @@ WITH step_events AS MATERIALIZED (
 ), step_agg AS (
     SELECT session_id, step_seq,
         any_value(turn) AS turn, any_value(turn_seq) AS turn_seq, any_value(step) AS step,
+        bool_or(history) AS history,
         min(ts) FILTER (WHERE seq = step_seq) AS started_at,
         min(mono_ns) FILTER (WHERE seq = step_seq) AS start_mono,
         min(ts) FILTER (WHERE type = 'TurnEnd' AND agent_id IS NULL) AS turn_end_ts,
@@ -49,6 +50,6 @@ SELECT session_id, 'wire' AS protocol, turn, step, started_at,
         + coalesce(input_cache_creation, 0) AS total_tokens,
     coalesce(subagent_tokens, 0) AS subagent_tokens,
     context_tokens, context_usage, message_id, status_updates, tool_calls, subagent_tool_calls,
-    interruptions > 0 AS interrupted, retries, retries > 0 AS retried,
+    interruptions > 0 AS interrupted, retries, retries > 0 AS retried, history,
     step_seq AS seq
 FROM step_bounds

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..render import Renderer, count, esc, fmt_ms, initialized, short
+from ..render import Renderer, Totals, count, esc, fmt_ms, initialized, short
 from ..text import as_dict
 
 if TYPE_CHECKING:
@@ -33,6 +33,11 @@ class WireTimeline(Renderer):
         self._calls: dict = {}  # (scope, id) -> (name, mono)
         self._turn: dict = {}
         self._pending_call: tuple[str, list[str]] | None = None
+        # `replay`: kimi re-sends the session's history, then answers. While it does, what the
+        # agent sends on its own (and the client's answers) is history: shown dimmed, counted
+        # apart (its own Totals), so the summary counts this run only, as the views do.
+        self._replay_id: Any = None
+        self._history: Totals | None = None
 
     def flush(self) -> list[str]:
         """A tool call's line waits for its streamed ToolCallParts, so it shows whole arguments."""
@@ -43,6 +48,29 @@ class WireTimeline(Renderer):
         return [head + esc(short("".join(args), self.width // 2))]
 
     def frame(self, f: Frame, msg: Any) -> list[str]:
+        if self._replay_id is None or not self._is_history(f):
+            out = self._frame(f, msg)
+            if f.direction == "a2c" and f.kind in ("response", "error") \
+                    and self._replay_id is not None and f.rpc_id == self._replay_id:
+                self._replay_id = self._history = None
+                out.append(f"{self.ctx.stamp(f)} [dim]── end of history[/]")
+            return out
+        out = []
+        if self._history is None:
+            self._history = Totals()
+            out.append(f"{self.ctx.stamp(f)} [dim]── history re-sent by replay (counted apart)[/]")
+        live, self.ctx.totals = self.ctx.totals, self._history
+        try:
+            return out + [f"[dim]{line}[/dim]" for line in self._frame(f, msg)]
+        finally:
+            self.ctx.totals = live
+
+    @staticmethod
+    def _is_history(f: Frame) -> bool:
+        return (f.direction == "a2c" and f.kind in ("request", "notification")) or \
+            (f.direction == "c2a" and f.kind in ("response", "error"))
+
+    def _frame(self, f: Frame, msg: Any) -> list[str]:
         if f.msg_type == "ToolCallPart" and self._pending_call:
             part = msg.get("arguments_part") if isinstance(msg, dict) else None
             self._pending_call[1].append(part or "")
@@ -68,6 +96,8 @@ class WireTimeline(Renderer):
             self._client_reqs[f.rpc_id] = (f.method, f.mono_ns)
             if f.method == "prompt":
                 return [f"{t} [bold cyan]> prompt[/] {esc(short(p.get('user_input'), self.width))}"]
+            if f.method == "replay":
+                self._replay_id = f.rpc_id
             if f.method in ("cancel", "steer", "set_plan_mode", "replay"):
                 return [f"{t} [bold cyan]> {esc(f.method)}[/] {esc(short(p, self.width // 2))}"]
             if f.method == "initialize":
@@ -142,7 +172,9 @@ class WireTimeline(Renderer):
         if mt == "TurnBegin" and not scope:
             self.totals.turns += 1
             self._turn = {"n": self.totals.turns, "mono": f.mono_ns, "tokens": 0, "steps": 0}
-            return [f"{t} [bold]── turn {self.totals.turns}[/] {esc(short(p.get('user_input'), self.width))}"]
+            what = "history turn" if self._history is not None else "turn"
+            return [f"{t} [bold]── {what} {self.totals.turns}[/] "
+                    f"{esc(short(p.get('user_input'), self.width))}"]
         if mt == "TurnEnd" and not scope:
             turn = self._turn
             dur = (f.mono_ns - turn["mono"]) / 1e6 if turn else None

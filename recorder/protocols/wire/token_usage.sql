@@ -9,6 +9,7 @@ SELECT session_id, 'wire' AS protocol, seq, ts, turn, step, agent_id, subagent_t
     wr_tokens(status) AS total,
     status['context_tokens'] AS context_tokens,
     status['max_context_tokens'] AS max_context_tokens,
-    status['context_usage'] AS context_usage
+    status['context_usage'] AS context_usage,
+    history
 FROM wr_events
 WHERE type = 'StatusUpdate' AND direction = 'a2c' AND status['token_usage'] IS NOT NULL

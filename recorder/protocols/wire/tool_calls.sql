@@ -1,14 +1,17 @@
 -- Wire: a ToolCall (its arguments continued by ToolCallParts) ends with the first ToolResult
--- with its id, in the same agent; approvals and external tool requests come from `requests`
+-- with its id, in the same agent; approvals and external tool requests come from `requests`.
+-- Calls re-sent by `replay` (history) pair only with history, live ones only with live ones:
+-- `scope` is the agent and the replay
 WITH tool_events AS MATERIALIZED (
     SELECT session_id, seq, ts, mono_ns, turn, step, agent_id, subagent_type, parent_tool_call_id,
-        type, payload, status, coalesce(agent_id, '') AS scope
+        type, payload, status, history, history_seq,
+        coalesce(agent_id, '') || coalesce('#' || history_seq::VARCHAR, '') AS scope
     FROM wr_events
     WHERE direction = 'a2c' AND (type IN ('ToolCall', 'ToolResult', 'ToolCallPart')
                                  OR agent_id IS NOT NULL)
 ), wire_calls AS (
     SELECT session_id, seq, ts, mono_ns, turn, step, agent_id, subagent_type, parent_tool_call_id,
-        call['id'] AS tool_call_id, call['function']['name'] AS tool_name,
+        history, history_seq, call['id'] AS tool_call_id, call['function']['name'] AS tool_name,
         call['function']['arguments'] AS args0, scope
     FROM (SELECT *, from_json(payload, '{"id": "VARCHAR",
                     "function": {"name": "VARCHAR", "arguments": "VARCHAR"}}') AS call
@@ -43,18 +46,18 @@ WITH tool_events AS MATERIALIZED (
         AND wire_calls.seq < wire_results.seq
 ), asked AS MATERIALIZED (
     -- the first approval (external tool) request for each call of a turn, in its agent
-    SELECT session_id, turn, coalesce(agent_id, '') AS scope, type, tool_call_id, request_id,
-        wait_ms, outcome, resolved_by, answer->>'feedback' AS feedback
+    SELECT session_id, turn, history, coalesce(agent_id, '') AS scope, type, tool_call_id,
+        request_id, wait_ms, outcome, resolved_by, answer->>'feedback' AS feedback
     FROM requests
     WHERE type IN ('ApprovalRequest', 'ToolCallRequest')
-    QUALIFY row_number() OVER (PARTITION BY session_id, turn, scope, type, tool_call_id
+    QUALIFY row_number() OVER (PARTITION BY session_id, turn, history, scope, type, tool_call_id
                                ORDER BY seq) = 1
 ), appr AS (
     SELECT * FROM asked WHERE type = 'ApprovalRequest'
 ), ext AS (
     SELECT * FROM asked WHERE type = 'ToolCallRequest'
 ), sub AS (
-    SELECT session_id, parent_tool_call_id,
+    SELECT session_id, parent_tool_call_id, coalesce(history_seq, 0) AS block,
         count(*) AS subagent_events,
         count(*) FILTER (WHERE type = 'ToolCall') AS subagent_tool_calls,
         sum(coalesce(status['token_usage']['input_other'], 0)
@@ -83,7 +86,7 @@ WITH tool_events AS MATERIALIZED (
         coalesce(sub.subagent_events, 0) AS subagent_events,
         coalesce(sub.subagent_tool_calls, 0) AS subagent_tool_calls,
         coalesce(sub.subagent_tokens, 0) AS subagent_tokens,
-        false AS history,
+        wire_calls.history,
         wire_calls.seq
     FROM wire_calls
     LEFT JOIN wire_parts ON wire_parts.session_id = wire_calls.session_id
@@ -91,12 +94,15 @@ WITH tool_events AS MATERIALIZED (
     LEFT JOIN wire_res ON wire_res.session_id = wire_calls.session_id
         AND wire_res.seq = wire_calls.seq
     LEFT JOIN appr ON appr.type = 'ApprovalRequest' AND appr.session_id = wire_calls.session_id
-        AND appr.turn IS NOT DISTINCT FROM wire_calls.turn
-        AND appr.scope = wire_calls.scope AND appr.tool_call_id = wire_calls.tool_call_id
+        AND appr.turn IS NOT DISTINCT FROM wire_calls.turn AND appr.history = wire_calls.history
+        AND appr.scope = coalesce(wire_calls.agent_id, '')
+        AND appr.tool_call_id = wire_calls.tool_call_id
     LEFT JOIN ext ON ext.session_id = wire_calls.session_id
-        AND ext.turn IS NOT DISTINCT FROM wire_calls.turn
-        AND ext.scope = wire_calls.scope AND ext.tool_call_id = wire_calls.tool_call_id
+        AND ext.turn IS NOT DISTINCT FROM wire_calls.turn AND ext.history = wire_calls.history
+        AND ext.scope = coalesce(wire_calls.agent_id, '')
+        AND ext.tool_call_id = wire_calls.tool_call_id
     LEFT JOIN sub ON wire_calls.agent_id IS NULL AND sub.session_id = wire_calls.session_id
         AND sub.parent_tool_call_id = wire_calls.tool_call_id
+        AND sub.block = coalesce(wire_calls.history_seq, 0)
 )
 SELECT * FROM wire_tool_calls

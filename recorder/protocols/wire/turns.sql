@@ -1,7 +1,8 @@
 -- Wire: a turn runs from the main agent's TurnBegin to its TurnEnd; its status comes from the
--- answer to the prompt that started it, else is inferred from its events
+-- answer to the prompt that started it, else is inferred from its events. A turn re-sent by
+-- `replay` is history: numbered within its replay, answering no prompt
 WITH turn_events AS MATERIALIZED (
-    SELECT session_id, seq, ts, mono_ns, turn, turn_seq, step_seq, agent_id, type,
+    SELECT session_id, seq, ts, mono_ns, turn, turn_seq, step_seq, agent_id, type, history,
         CASE WHEN type = 'TurnBegin' AND agent_id IS NULL THEN payload->'user_input' END AS ui,
         coalesce(status['token_usage']['input_other'], 0) AS i_other,
         coalesce(status['token_usage']['output'], 0) AS o,
@@ -10,7 +11,7 @@ WITH turn_events AS MATERIALIZED (
     FROM wr_events
     WHERE turn_seq IS NOT NULL AND direction = 'a2c' AND protocol IS DISTINCT FROM 'acp'
 ), turn_agg AS (
-    SELECT session_id, turn_seq, any_value(turn) AS turn,
+    SELECT session_id, turn_seq, any_value(turn) AS turn, bool_or(history) AS history,
         min(ts) FILTER (WHERE seq = turn_seq) AS started_at,
         min(mono_ns) FILTER (WHERE seq = turn_seq) AS start_mono,
         any_value(ui) FILTER (WHERE seq = turn_seq) AS ui,
@@ -41,7 +42,8 @@ WITH turn_events AS MATERIALIZED (
     -- earlier turn already claimed it, e.g. turns re-emitted by `replay`)
     SELECT turn_agg.session_id, turn_agg.turn_seq, prompts.rpc_id AS prompt_id,
         prompts.seq AS prompt_seq, prompts.ts AS prompt_ts, prompts.mono_ns AS prompt_mono
-    FROM turn_agg ASOF LEFT JOIN prompts ON turn_agg.session_id = prompts.session_id
+    FROM (SELECT * FROM turn_agg WHERE NOT history) turn_agg
+    ASOF LEFT JOIN prompts ON turn_agg.session_id = prompts.session_id
         AND turn_agg.turn_seq > prompts.seq
     QUALIFY prompts.seq IS NULL
         OR row_number() OVER (PARTITION BY turn_agg.session_id, prompts.seq ORDER BY turn_agg.turn_seq) = 1
@@ -82,7 +84,7 @@ WITH turn_events AS MATERIALIZED (
         turn_agg.input_other + turn_agg.output + turn_agg.input_cache_read
             + turn_agg.input_cache_creation AS total_tokens,
         coalesce(turn_agg.subagent_tokens, 0) AS subagent_tokens,
-        turn_agg.turn_seq AS seq
+        turn_agg.history, turn_agg.turn_seq AS seq
     FROM turn_agg
     LEFT JOIN turn_prompt ON turn_prompt.session_id = turn_agg.session_id
         AND turn_prompt.turn_seq = turn_agg.turn_seq
