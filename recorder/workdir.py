@@ -328,6 +328,24 @@ def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
     return m
 
 
+def redact_entries(entries: list[Entry], redactor: Any) -> int:
+    """Redact stored contents and link targets again (`wire-redact` with new rules), in place;
+    returns how many entries changed. A file whose bytes change loses its hash."""
+    changed = 0
+    for e in entries:
+        before = (e.content, e.link)
+        if e.content is not None:
+            red = redactor.redact_bytes(e.content)
+            if red != e.content:
+                e.content, e.sha256 = red, None
+                e.note = "redacted" if not e.note or e.note == "redacted" else \
+                    e.note + "; redacted"
+        if e.link is not None:
+            e.link = redactor.redact_text(e.link)
+        changed += (e.content, e.link) != before
+    return changed
+
+
 # -- storing and reading back ---------------------------------------------------------------------
 def save_manifest(store: Any, session_id: str, m: Manifest) -> None:
     """Write a manifest into a writable recorder.store.Store (session row and files)."""

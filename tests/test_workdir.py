@@ -251,6 +251,21 @@ def test_a_real_session_records_its_work_dir_and_a_replay_starts_from_a_copy(kim
     assert compare(first, str(tmp_path / "nowhere")) == \
         [f"the work dir {tmp_path / 'nowhere'} does not exist"]
 
+    # wire-redact with new rules redacts the stored files too, and keeps them
+    rules = tmp_path / "rules" / "wire-recorder.toml"
+    rules.parent.mkdir()
+    rules.write_text('[redact]\npatterns = ["hel+o"]\n')
+    t2 = tmp_path / "t2.jsonl"
+    t2.write_bytes(data)
+    r = subprocess.run([str(BIN / "wire-redact"), "--config", str(rules), str(back), str(t2)],
+                       capture_output=True)
+    assert r.returncode == 0, r.stderr
+    for p in (back, t2):
+        m = read_manifest(str(p))
+        assert m is not None and len(m.entries) == 3
+        notes = m.by_path()["notes.txt"]
+        assert notes.content and b"hello" not in notes.content and notes.sha256 is None
+
 
 def test_a_recording_without_a_manifest_changes_nothing(tmp_path):
     db = tmp_path / "old.db"
