@@ -1,30 +1,64 @@
-"""Every sample session in sample_sessions/ replays green against a fresh real kimi, through the
-project's own pytest plugin (`wire_replay` fixture), although every request id differs."""
+"""Every kimi sample session in sample_sessions/ (Wire and ACP) replays green against a fresh real
+kimi given only the agent command (`kimi --wire`, `kimi acp`) and an empty HOME: no scripts, no
+config. The model is pinned to what the recording says it answered (replay.agents), the
+sessions an ACP sample reopens are replayed first, every agent request is matched by what it
+asks although its id differs, and the user's HOME is left as it was."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
-from tests.harness.replay import Agent, live_requests, sample_names
+from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from tests.harness.replay import SAMPLES, live_requests, parallel, sample_names
 
-NAMES = sample_names()
+WIRE = sample_names()
+ACP = [n for n, sc in ACP_SCENARIOS.items() if sc.sample and (SAMPLES / f"{n}.jsonl").exists()]
+NAMES = WIRE + ACP
 FRESH_ID_TYPES = {"ApprovalRequest", "QuestionRequest", "HookRequest"}
 
 
+@pytest.fixture(scope="module")
+def replays(kimi_exe, tmp_path_factory):
+    """Every sample replayed once, a few side by side (kimi's start-up mostly waits)."""
+    from wire_recorder.replay.driver import ReplayOptions, replay_session
+
+    def one(name: str):
+        root = tmp_path_factory.mktemp(name)
+        home, work = root / "home", root / "work"
+        home.mkdir()
+        work.mkdir()
+        # the work dir as it was when the session was recorded (what the user has)
+        for rel, content in (ACP_SCENARIOS[name].files if name in ACP else {}).items():
+            (work / rel).write_text(content, encoding="utf-8")
+        argv = [str(kimi_exe), "acp" if name in ACP else "--wire"]
+        env = {**os.environ, "HOME": str(home)}
+        result = replay_session(SAMPLES / f"{name}.jsonl", argv, env=env, cwd=str(work),
+                                options=ReplayOptions(frame_timeout=60))
+        return name, result, home
+
+    return {name: (result, home) for name, result, home in parallel(one, NAMES)}
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_sample_replays_against_the_real_agent(wire_replay, tmp_path, name):
-    with Agent(name, tmp_root=tmp_path) as agent:
-        result = wire_replay(f"sample_sessions/{name}.jsonl", agent.argv, env=agent.env,
-                             cwd=agent.cwd, frame_timeout=60)
-    assert result.ok and result.agent_exit_code == 0
+def test_sample_replays_with_only_the_agent_command(replays, name):
+    result, home = replays[name]
+    assert result.ok and result.agent_exit_code == 0, result.first
+    assert all(o.ok for o in result.origins)
+    assert any("LLM pinned to the recording" in n for n in result.notes), result.notes
+    assert list(Path(home).iterdir()) == []  # kimi's sessions and logs went to a scratch HOME
     recorded = {m.rpc_id for m in result.recording.requests()}
-    live = live_requests(result)
-    assert len(live) == len(recorded) == result.stats.get("requests_matched", 0)
-    fresh = [r["id"] for r in live if r["params"]["type"] in FRESH_ID_TYPES]
-    assert not set(fresh) & recorded  # matched by what they ask, not by id
-    # every answer the replay sent went to a live id
-    sent = [json.loads(f.raw) for f in result.frames if f.direction == "c2a"]
-    answers = [m for m in sent if "method" not in m]
-    assert {a["id"] for a in answers} <= {r["id"] for r in live}
+    live = live_requests(result) if name in WIRE else []
+    if name in WIRE:
+        assert len(live) == len(recorded) == result.stats.get("requests_matched", 0)
+        fresh = [r["id"] for r in live if r["params"]["type"] in FRESH_ID_TYPES]
+        assert not set(fresh) & recorded  # matched by what they ask, not by id
+        # every answer the replay sent went to a live id
+        sent = [json.loads(f.raw) for f in result.frames if f.direction == "c2a"]
+        answers = [m for m in sent if "method" not in m]
+        assert {a["id"] for a in answers} <= {r["id"] for r in live}
+    else:
+        assert result.stats.get("requests_matched", 0) == len(result.recording.requests())
