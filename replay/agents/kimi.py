@@ -99,16 +99,19 @@ def derive(rec: Recording) -> dict[str, Any]:
     return out
 
 
-def _cannot(rec: Recording, call: Mapping[str, Any], why: str) -> InputError:
+def _cannot(rec: Recording, call: Mapping[str, Any], why: str,
+            part: Mapping[str, Any] | None = None) -> InputError:
+    frame = (part or {}).get("frame") or call.get("frame")
     return InputError(f"{rec.path}: cannot pin the LLM of session {rec.session_id} to the "
-                      f"recording: {call.get('where')} (recorded frame {call.get('frame')}): "
-                      f"{why}", LIVE_LLM_HINT)
+                      f"recording: {call.get('where')} (recorded frame {frame}): {why}",
+                      LIVE_LLM_HINT)
 
 
-def _one_line(rec: Recording, call: Mapping[str, Any], what: str, value: str) -> str:
+def _one_line(rec: Recording, call: Mapping[str, Any], what: str, value: str,
+              part: Mapping[str, Any] | None = None) -> str:
     if LINE_BREAKS.search(value):
         raise _cannot(rec, call, f"the model's {what} has a line break, which kimi's offline "
-                                 f"model (its scripts are read line by line) cannot say")
+                                 f"model (its scripts are read line by line) cannot say", part)
     return value
 
 
@@ -164,11 +167,12 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
         if ptype in ("text", "think"):
             value = p.get(ptype)
             if not isinstance(value, str):
-                raise _cannot(rec, call, f"a {ptype} part without text")
-            lines.append(f"{ptype}: " + _quoted(paths.plain(_one_line(rec, call, ptype, value))))
+                raise _cannot(rec, call, f"a {ptype} part without text", p)
+            lines.append(f"{ptype}: " + _quoted(paths.plain(_one_line(rec, call, ptype, value,
+                                                                        p))))
         elif ptype == "tool_call":
             if not isinstance(p.get("id"), str) or not isinstance(p.get("name"), str):
-                raise _cannot(rec, call, "a tool call without its id or name")
+                raise _cannot(rec, call, "a tool call without its id or name", p)
             body: dict[str, Any] = {"id": p["id"], "name": p["name"],
                                     "arguments": paths.args(p.get("arguments"))}
             if p.get("extras") is not None:
@@ -180,7 +184,7 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
         elif ptype in ("image_url", "audio_url", "video_url"):
             lines.append(f"{ptype}: " + _json({"url": p.get("url"), "id": p.get("id")}))
         else:
-            raise _cannot(rec, call, f"a part of type {ptype!r} the offline model cannot say")
+            raise _cannot(rec, call, f"a part of type {ptype!r} the offline model cannot say", p)
     if call.get("kind") == "compaction" and not call.get("parts"):
         # the summary never reaches the client; any text stands in for it
         lines.append("text: " + _quoted("(the compaction summary is not in the recording)"))

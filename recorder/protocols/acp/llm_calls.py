@@ -136,9 +136,9 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 continue  # kimi's own notice, not the model's
             c = current_call(frame)
             if kind == "agent_thought_chunk":
-                c["parts"].append({"type": "think", "think": chunk})
+                c["parts"].append({"type": "think", "think": chunk, "frame": frame})
             else:
-                c["parts"].append({"type": "text", "text": chunk})
+                c["parts"].append({"type": "text", "text": chunk, "frame": frame})
         elif kind == "tool_call":
             c = current_call(frame)
             acp_id = str(update.get("toolCallId") or "")
@@ -149,7 +149,8 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             if args is None and "rawInput" in update:
                 args = json.dumps(update["rawInput"], ensure_ascii=False)
             c["parts"].append({"type": "tool_call", "id": call_id if sep else acp_id,
-                               "name": name, "arguments": args, "extras": None})
+                               "name": name, "arguments": args, "extras": None,
+                               "frame": frame})
             tools[acp_id] = {"args": args or "", "done": False}
             if not sep:
                 c["problem"] = c["problem"] or f"tool call id {acp_id!r} has no turn prefix"
@@ -168,7 +169,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             if status == "in_progress" and "title" in update and shown is not None and \
                     shown != t["args"] and shown.startswith(t["args"]) and call is not None:
                 call["parts"].append({"type": "tool_call_part",
-                                      "arguments_part": shown[len(t["args"]):]})
+                                      "arguments_part": shown[len(t["args"]):], "frame": frame})
                 t["args"] = shown
             if status in _DONE:
                 t["done"] = True

@@ -20,6 +20,7 @@ compactions (kimi asks one model for all of them, in this order):
                {"type": "tool_call", "id", "name", "arguments", "extras"} |
                {"type": "tool_call_part", "arguments_part": s} |
                {"type": "image_url" | "audio_url" | "video_url", "url", "id"}],
+                                           # each part with its recorded "frame" too
      "error": None | {"kind": "status" | "connection" | "timeout", "status_code": int | None,
                       "message": str | None},
      "problem": None | str}                # why the recording does not say enough
@@ -233,7 +234,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 continue  # not the model's (a hook's or slash command's text)
             c = show(scope, frame)
             assert c is not None
-            c["parts"].append(_content_part(payload, c))
+            c["parts"].append({**_content_part(payload, c), "frame": frame})
         elif mtype == "ToolCall":
             if scope.pending is None and scope.call is None:
                 continue
@@ -242,7 +243,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             fn = _obj(payload.get("function"))
             c["parts"].append({"type": "tool_call", "id": payload.get("id"),
                                "name": fn.get("name"), "arguments": fn.get("arguments"),
-                               "extras": payload.get("extras")})
+                               "extras": payload.get("extras"), "frame": frame})
         elif mtype == "ToolCallPart":
             if scope.pending is None and scope.call is None:
                 continue
@@ -251,7 +252,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             if not any(p["type"] == "tool_call" for p in c["parts"]):
                 c["problem"] = c["problem"] or "streamed tool-call arguments before any tool call"
             c["parts"].append({"type": "tool_call_part",
-                               "arguments_part": payload.get("arguments_part")})
+                               "arguments_part": payload.get("arguments_part"), "frame": frame})
         elif mtype == "ToolResult":
             scope.roles.append("tool")
         elif mtype == "StatusUpdate":
@@ -279,7 +280,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 continue
             response = payload.get("response")
             if isinstance(response, str) and response:
-                c["parts"].append({"type": "text", "text": response})
+                c["parts"].append({"type": "text", "text": response, "frame": frame})
             else:
                 c["problem"] = ("the side question's answer is not in the recording (it ended "
                                 f"with {payload.get('error')!r})")

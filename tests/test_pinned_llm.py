@@ -1,0 +1,246 @@
+"""The pinned LLM (replay.agents): what the model answered, derived from a recording, call by
+call, and kimi run with only its model swapped for those answers.
+
+Cheap checks first (no agent): the scripts derived from every kimi sample are the scripts that
+made it; the user's own config survives with only the model swapped; a recording that does not
+say enough is one line naming the call. Then the real agent: a subagent with a retried provider
+error and an exhausted model round-trips, and a changed agent (`--yolo`, a hook in the user's
+config) replays red naming the first divergence."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from sample_sessions.scenarios import SCENARIOS
+from tests.harness.replay import (
+    SAMPLES,
+    WIRE_PROXY,
+    assert_one_line_error,
+    parallel,
+    run_cli,
+    sample_names,
+)
+from wire_recorder.recorder.errors import InputError
+from wire_recorder.replay.agents import pin_llm
+from wire_recorder.replay.agents.kimi import KimiPin
+from wire_recorder.replay.recording import load
+
+WIRE = sample_names()
+ACP = [n for n, sc in ACP_SCENARIOS.items() if sc.sample and (SAMPLES / f"{n}.jsonl").exists()]
+
+
+def parse(script: str) -> tuple[str | None, dict | None, list]:
+    """(message id, usage, parts) of one echo script, read the way kimi's dsl.py reads it."""
+    mid, usage, parts = None, None, []
+    for line in script.splitlines():
+        key, _, payload = line.strip().partition(":")
+        payload = payload[1:] if payload.startswith(" ") else payload
+        value = payload[1:-1] if len(payload) >= 2 and payload[0] == payload[-1] == '"' else payload
+        if key == "id":
+            mid = value
+        elif key == "usage":
+            u = json.loads(payload)
+            usage = {k: int(u.get(k, 0)) for k in ("input_other", "output", "input_cache_read",
+                                                  "input_cache_creation")}
+        elif key in ("text", "think"):
+            parts.append((key, value))
+        elif key == "tool_call":
+            t = json.loads(payload)
+            parts.append((key, t["id"], t["name"], t.get("arguments")))
+        elif key == "tool_call_part":
+            parts.append((key, json.loads(payload)["arguments_part"]))
+        else:
+            parts.append((key, payload))
+    return mid, usage, parts
+
+
+def derived(path: Path, tmp_path: Path, argv: list[str] | None = None) -> tuple[KimiPin, list[str]]:
+    rec = load(path)
+    pin = pin_llm(rec, argv or ["kimi", "--wire"], {"HOME": str(tmp_path), "PATH": "/usr/bin"})
+    assert isinstance(pin, KimiPin)
+    pin.use(rec, rec.cwd, rec.cwd)
+    return pin, pin.scripts()
+
+
+@pytest.mark.parametrize("name", WIRE + ACP)
+def test_the_scripts_derived_from_a_sample_are_those_that_made_it(name, tmp_path):
+    pin, scripts = derived(SAMPLES / f"{name}.jsonl", tmp_path)
+    try:
+        if name in WIRE:
+            assert [parse(s) for s in scripts] == [parse(s) for s in SCENARIOS[name].scripts]
+        else:  # ACP shows neither message ids nor token usage
+            sc = ACP_SCENARIOS[name]
+            made = (sc.then or sc).scripts
+            assert [parse(s)[2] for s in scripts] == [parse(s)[2] for s in made]
+        out = tmp_path / "scripts.json"
+        pin.write_scripts(str(out))
+        assert json.loads(out.read_text()) == scripts
+    finally:
+        pin.cleanup()
+    assert not os.path.exists(pin.root)
+
+
+def test_only_the_model_is_swapped_in_the_users_config(tmp_path):
+    home = tmp_path / "home"
+    (home / ".kimi" / "skills").mkdir(parents=True)
+    user = {
+        "default_model": "mine",
+        "default_thinking": True,
+        "models": {"mine": {"provider": "corp", "model": "kimi-for-coding",
+                            "max_context_size": 262144, "capabilities": ["image_in"]}},
+        "providers": {"corp": {"type": "kimi", "base_url": "https://llm.invalid/v1",
+                               "api_key": "sk-user-secret"}},
+        "loop_control": {"max_steps_per_turn": 7, "max_retries_per_step": 2},
+        "hooks": [{"event": "PreToolUse", "matcher": "Shell", "command": "echo 'ok \"x\"'",
+                   "timeout": 5}],
+        "services": {"moonshot_search": {"base_url": "https://search.invalid",
+                                         "api_key": "k"}},
+        "mcp": {"client": {"tool_call_timeout_ms": 1234}},
+    }
+    cfg = tmp_path / "user.toml"
+    cfg.write_text(
+        'default_model = "mine"\ndefault_thinking = true\n'
+        '[models.mine]\nprovider = "corp"\nmodel = "kimi-for-coding"\n'
+        'max_context_size = 262144\ncapabilities = ["image_in"]\n'
+        '[providers.corp]\ntype = "kimi"\nbase_url = "https://llm.invalid/v1"\n'
+        'api_key = "sk-user-secret"\n'
+        '[loop_control]\nmax_steps_per_turn = 7\nmax_retries_per_step = 2\n'
+        '[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\ncommand = "echo \'ok \\"x\\"\'"\n'
+        'timeout = 5\n'
+        '[services.moonshot_search]\nbase_url = "https://search.invalid"\napi_key = "k"\n'
+        '[mcp.client]\ntool_call_timeout_ms = 1234\n', encoding="utf-8")
+    assert tomllib.loads(cfg.read_text()) == user
+    env = {"HOME": str(home), "PATH": "/usr/bin", "KIMI_MODEL_NAME": "other",
+           "KIMI_SHARE_DIR": "/elsewhere", "KIMI_CLI_NO_AUTO_UPDATE": "1"}
+    rec = load(SAMPLES / "multi_step.jsonl")
+    argv = ["kimi", "--config-file", str(cfg), "--wire", "-w", "."]
+    pin = pin_llm(rec, argv, env)
+    assert isinstance(pin, KimiPin)
+    try:
+        assert pin.argv == ["kimi", "--config-file", pin.config_path, "--wire", "-w", "."]
+        got = tomllib.loads(Path(pin.config_path).read_text(encoding="utf-8"))
+        for key in ("hooks", "loop_control", "services", "mcp", "default_model",
+                    "default_thinking"):
+            assert got[key] == user[key], key
+        assert got["models"] == {"mine": {"provider": "wire-replay-pinned",
+                                          "model": "kimi-for-coding", "capabilities": ["image_in"],
+                                          "max_context_size": 100000}}  # as recorded
+        assert list(got["providers"]) == ["wire-replay-pinned"]
+        assert got["providers"]["wire-replay-pinned"]["type"] == "_scripted_echo"
+        assert "sk-user-secret" not in Path(pin.config_path).read_text(encoding="utf-8")
+        assert pin.env["HOME"] == pin.home != str(home)
+        assert pin.env["KIMI_SCRIPTED_ECHO_SCRIPTS"] == pin.scripts_path
+        assert "KIMI_MODEL_NAME" not in pin.env and "KIMI_SHARE_DIR" not in pin.env
+        assert pin.env["KIMI_CLI_NO_AUTO_UPDATE"] == "1"
+        cred = Path(pin.home, ".kimi", "credentials", "kimi-code.json")
+        assert stat.S_IMODE(cred.stat().st_mode) == 0o600
+        assert os.path.islink(Path(pin.home, ".kimi", "skills"))
+        assert any(str(cfg) in n for n in pin.notes)
+    finally:
+        pin.cleanup()
+
+
+def _edited(src: Path, dest: Path, old: str, new: str) -> Path:
+    text = src.read_text(encoding="utf-8")
+    assert old in text
+    dest.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return dest
+
+
+def test_a_recording_that_cannot_yield_a_pinned_llm_is_one_line(tmp_path, kimi_exe):
+    # kimi's offline model reads its scripts line by line: a text with a line break is unsayable
+    bad = _edited(SAMPLES / "multi_step.jsonl", tmp_path / "multi_step.jsonl",
+                  '"text":"Now step two."', '"text":"Now\\nstep two."')
+    home = tmp_path / "home"
+    home.mkdir()
+    p = run_cli([bad, "--cwd", tmp_path, "--", kimi_exe, "--wire"], env={"HOME": str(home)})
+    line = assert_one_line_error(p, 2, "turn 1, step 2", "recorded frame 17", "line break",
+                                 "--live-llm")
+    assert "multi_step.jsonl" in line
+    assert list(home.iterdir()) == []
+    # ACP does not show what a subagent's model said
+    sub = _edited(SAMPLES / "acp_tools.jsonl", tmp_path / "acp_sub.jsonl",
+                  '"title":"ReadFile: notes.txt"', '"title":"Agent: look"')
+    with pytest.raises(InputError, match=r"prompt 1, answer 2 \(recorded frame 21\).*subagent"):
+        pin_llm(load(sub), ["kimi", "acp"], {"HOME": str(home)})
+
+
+# -- the real agent -------------------------------------------------------------------------------
+
+
+def test_subagent_retry_and_exhausted_model_round_trip(kimi_exe, tmp_path):
+    """A subagent's calls between its parent's, a 503 retried once, a turn that finds the model
+    with no answer left: derived in the order kimi asked, and the replay is green."""
+    from tests.harness.analysis import SUBAGENT_ERRORS
+    from tests.harness.wire import run_scenario
+    from wire_recorder.replay.driver import ReplayOptions, replay_session
+
+    db = tmp_path / "sub.db"
+    run_scenario(SUBAGENT_ERRORS, [WIRE_PROXY, "-q", "--db", str(db), "--"], kimi=kimi_exe)
+    rec = load(db)
+    calls = rec.adapter.part("llm_calls").llm_calls(rec.msgs, rec.client_requests)["calls"]
+    assert [(c["kind"], c["agent"] is not None) for c in calls] == [
+        ("answer", False), ("answer", True), ("answer", True), ("answer", False),
+        ("error", False), ("answer", False), ("exhausted", False)]
+    assert calls[4]["where"] == "turn 2, step 1 attempt 1"
+    pin, scripts = derived(db, tmp_path)
+    pin.cleanup()
+    # a retried error's message never reaches the client: only its status code does
+    made = [s.replace("error: 503 overloaded", "error: 503") for s in SUBAGENT_ERRORS.scripts]
+    assert [parse(s) for s in scripts] == [parse(s) for s in made]
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    result = replay_session(rec, [str(kimi_exe), "--wire"], env={**os.environ, "HOME": str(home)},
+                            cwd=str(work), options=ReplayOptions(frame_timeout=60))
+    assert result.ok, result.first
+
+
+@pytest.fixture(scope="module")
+def changed_agents(kimi_exe, tmp_path_factory):
+    """approve_shell replayed against kimi --yolo, and against kimi with a PreToolUse hook in
+    the user's own config (HOME), side by side."""
+    from wire_recorder.replay.driver import ReplayOptions, replay_session
+
+    def one(case: str):
+        root = tmp_path_factory.mktemp(case)
+        home, work = root / "home", root / "work"
+        (home / ".kimi").mkdir(parents=True)
+        work.mkdir()
+        argv = [str(kimi_exe), "--wire"]
+        if case == "yolo":
+            argv.append("--yolo")
+        else:
+            (home / ".kimi" / "config.toml").write_text(
+                '[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\n'
+                'command = "echo no shell here >&2; exit 2"\n', encoding="utf-8")
+        result = replay_session(SAMPLES / "approve_shell.jsonl", argv,
+                                env={**os.environ, "HOME": str(home)}, cwd=str(work),
+                                options=ReplayOptions(frame_timeout=60))
+        return case, result
+
+    return dict(parallel(one, ["yolo", "hook"], workers=2))
+
+
+def test_yolo_makes_approve_shell_red_naming_the_missing_approval(changed_agents):
+    result = changed_agents["yolo"]
+    assert not result.ok and result.first is not None
+    assert result.first.where == "turn 1, step 1"
+    assert "Approval" in result.first.message, result.first
+    missing = " ".join(d.message for d in result.divergences)
+    assert "ApprovalRequest" in missing, missing
+
+
+def test_a_hook_in_the_users_config_makes_a_session_red(changed_agents):
+    result = changed_agents["hook"]
+    assert not result.ok and result.first is not None
+    # the user's hook is announced in initialize's answer, then blocks the Shell call
+    assert "hooks.configured.PreToolUse" in result.first.message, result.first
+    assert any("no shell here" in d.message for d in result.divergences), result.divergences
