@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import glob
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -167,15 +168,14 @@ class Catalog:
 
     def _spools(self, paths: list[str]) -> list[tuple[str, str]]:
         """(spool, db) of recordings in progress beside the inputs' files and in their folders."""
-        out: list[tuple[str, str]] = []
+        out: dict[str, str] = {}  # a folder and its parent find the same spool
         dirs = {os.path.dirname(os.path.abspath(p)) for p in paths if not os.path.isdir(p)}
         dirs |= {os.path.abspath(os.path.expanduser(s)) for s in self.specs
                  if os.path.isdir(os.path.expanduser(s))}
         for d in sorted(dirs):
             for sp in glob.glob(os.path.join(glob.escape(d), "**", "*.spool"), recursive=True):
-                db = sp.rsplit(".", 2)[0]
-                out.append((sp, db))
-        return out
+                out[os.path.abspath(sp)] = os.path.abspath(sp).rsplit(".", 2)[0]
+        return sorted(out.items())
 
     def _key(self, path: str, sid: str) -> str:
         n = self._file_no.setdefault(os.path.abspath(path), len(self._file_no))
@@ -189,6 +189,8 @@ class Catalog:
         paths = self._paths()
         problems: list[str] = list(self.problems) if not paths else []
         rows: list[dict] = []
+        spools = self._spools(paths)
+        busy = {os.path.abspath(db) for _, db in spools}  # being recorded: shown from the spool
         groups: list[list[str]] = [paths] if paths else []
         while groups:
             group = groups.pop(0)
@@ -197,12 +199,12 @@ class Catalog:
                     rows += _rows(ws.con, sql("index"))
             except UserError as e:
                 if len(group) == 1:
-                    problems.append(e.one_line())
+                    if os.path.abspath(group[0]) not in busy:
+                        problems.append(e.one_line())
                 else:  # one bad or busy file: find it, keep the others
                     half = len(group) // 2
                     groups[:0] = [group[:half], group[half:]]
         live_rows = []
-        spools = self._spools(paths)
         for sp, db in spools:
             key = "live." + str(self._file_no.setdefault(os.path.abspath(sp), len(self._file_no)))
             lv = self._live.get(key) or Live(sp, db)
@@ -259,7 +261,8 @@ class Catalog:
              offset: int = 0, limit: int = 100) -> dict:
         with self._lock:
             rows = self.rows
-        words = q.lower().split()
+        # words must all occur; "a quoted phrase" as it is
+        words = [a or b for a, b in re.findall(r'"([^"]+)"|(\S+)', q.lower())]
         sel = []
         for r in rows:
             if protocol and r.get("protocol") != protocol:

@@ -119,12 +119,13 @@ class Browser:
         return r.get("result", {}).get("value")
 
     def wait_for(self, expression: str, timeout: float = 30) -> Any:
-        """Poll until `expression` is truthy; its value. Not a timing check: a generous bound."""
+        """Poll until `expression` is truthy (in JavaScript). Not a timing check: a generous
+        bound."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             try:
-                last = self.eval(expression)
+                last = self.eval(f"!!({expression})")
             except BrowserError:
                 last = None
             if last:
@@ -139,6 +140,11 @@ class Browser:
         if not self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
                          "if (!e) return false; e.click(); return true; })()"):
             raise BrowserError(f"nothing to click at {selector}")
+
+    def fill(self, selector: str, value: str) -> None:
+        """Set an input's value and fire `input`, as typing does."""
+        self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+                  f"e.value = {json.dumps(value)}; e.dispatchEvent(new Event('input')); }})()")
 
     def screenshot(self, path: Path) -> Path:
         data = self.page("Page.captureScreenshot", format="png")["data"]

@@ -42,7 +42,7 @@
   function staticApi(name, p) {
     const S = STATIC;
     if (name === "index") {
-      const words = (p.q || "").toLowerCase().split(/\s+/).filter(Boolean);
+      const words = [...(p.q || "").toLowerCase().matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] || m[2]);
       let rows = S.index.filter((r) => (!p.protocol || r.protocol === p.protocol) &&
         (p.errors !== "1" || r.errors || r.anomalies) &&
         words.every((w) => (r._text + " " + (r.name || "") + " " + r.session_id).toLowerCase().includes(w)));
@@ -82,7 +82,9 @@
     return showIndex();
   }
   window.addEventListener("hashchange", route);
-  function fail(e) { $main.replaceChildren(el("p", {class: "bad"}, String(e.message || e))); }
+  // replaceChildren turns a null into the text "null": leave the absent ones out
+  const put = (node, ...kids) => node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+  function fail(e) { put($main, el("p", {class: "bad"}, String(e.message || e))); }
 
   // -- index -----------------------------------------------------------------------------------
   const state = {q: "", protocol: "", tag: "", errors: false, from: "", to: "", sort: "started_at", desc: true, offset: 0};
@@ -92,7 +94,7 @@
 
   async function showIndex() {
     $crumbs.textContent = "sessions";
-    const search = el("input", {type: "search", id: "q", placeholder: "search prompts and messages", value: state.q});
+    const search = el("input", {type: "search", id: "q", placeholder: 'search prompts and messages ("a phrase")', value: state.q});
     const sel = el("select", {id: "proto"}, el("option", {value: ""}, "all protocols"));
     const tag = el("input", {type: "text", id: "tag", placeholder: "tag key=value", size: 14, value: state.tag});
     const errs = el("input", {type: "checkbox", id: "errs"}); errs.checked = state.errors;
@@ -111,7 +113,7 @@
     from.addEventListener("change", () => { state.from = from.value; again(); });
     to.addEventListener("change", () => { state.to = to.value; again(); });
     const reload = el("button", {onclick: () => load(true)}, "reload");
-    $main.replaceChildren(el("div", {class: "bar"}, search, sel, tag, el("label", {}, errs, " errors"),
+    put($main, el("div", {class: "bar"}, search, sel, tag, el("label", {}, errs, " errors"),
       "from", from, "to", to, STATIC ? null : reload, count, reports), table, pager);
 
     async function load(refresh) {
@@ -123,7 +125,7 @@
       if (!d.ready) { count.textContent = "reading the recordings…"; return setTimeout(load, 300); }
       if (sel.options.length === 1) for (const pr of d.protocols) sel.appendChild(el("option", {value: pr}, pr));
       count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (d.problems.length ? " · " + d.problems.join("; ") : "");
-      reports.replaceChildren(...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
+      put(reports, ...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
       const head = el("tr", {}, COLS.map(([k, label]) => el("th", {onclick: k ? () => {
         if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = k === "started_at"; }
         load(); } : null}, label + (state.sort === k ? (state.desc ? " ▾" : " ▴") : ""))));
@@ -136,8 +138,8 @@
         el("td", {class: "n"}, num(r.tokens)), el("td", {class: "n"}, num(r.tool_calls)),
         el("td", {class: "n" + (r.errors ? " bad" : "")}, num(r.errors) + (r.anomalies ? ` (+${r.anomalies} anomalies)` : "")),
         el("td", {}, tagList(r.tags)), el("td", {class: "muted mono"}, (r.source_file || "").split("/").pop())));
-      table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows));
-      pager.replaceChildren(
+      put(table, el("thead", {}, head), el("tbody", {}, rows));
+      put(pager, 
         state.offset > 0 ? el("button", {onclick: () => { state.offset = Math.max(0, state.offset - 100); load(); }}, "‹ previous") : null,
         d.matched > state.offset + d.rows.length ? el("button", {onclick: () => { state.offset += 100; load(); }}, "next ›") : null,
         el("span", {class: "muted"}, d.matched ? ` ${state.offset + 1}–${state.offset + d.rows.length}` : " nothing matches"));
@@ -166,9 +168,9 @@
     try { d = await api("session", {k: key}); } catch (e) { return fail(e); }
     const s = d.session;
     document.title = (s.name || s.session_id) + " · wire-ui";
-    $crumbs.replaceChildren(STATIC && STATIC.only ? "" : el("a", {href: "#"}, "sessions"), " / ", s.name || s.session_id);
+    put($crumbs, STATIC && STATIC.only ? "" : el("a", {href: "#"}, "sessions"), " / ", s.name || s.session_id);
     const cards = el("div", {class: "cards", id: "cards"}, (CARDS[s.protocol] || CARDS.wire).filter(([k]) => d.counts[k] !== undefined).map(([k, label, f]) =>
-      el("div", {class: "card"}, el("b", {}, (f || num)(d.counts[k] ?? 0) || "0"), el("span", {}, label))));
+      el("div", {class: "card", "data-k": k}, el("b", {}, (f || num)(d.counts[k] ?? 0) || "0"), el("span", {}, label))));
     if (d.counts.gaps) cards.appendChild(el("div", {class: "card bad"}, el("b", {}, num(d.counts.gaps)), el("span", {}, "recording gaps")));
     const cmd = Array.isArray(s.command) ? s.command.join(" ") : (s.command || "");
     const head = el("div", {},
@@ -186,7 +188,7 @@
     }
     if (d.tokens.length) parts.push(el("h2", {}, "Tokens per step ", el("span", {class: "legend"}, "input · cache read · cache write · output · subagents")), el("canvas", {id: "tok"}));
     parts.push(el("h2", {}, "Conversation ", el("span", {class: "legend"}, "click an item to see its frames")), el("div", {class: "bar"}, jumpIn, jumpGo), layout, el("div", {id: "tip"}));
-    $main.replaceChildren(...parts);
+    put($main, ...parts);
     let count = 0;
     const more = el("button", {id: "more"}, "more");
     const addItems = (items) => { for (const it of items) conv.insertBefore(renderItem(key, it), more.parentNode === conv ? more : null); count += items.length; };
@@ -208,7 +210,8 @@
         let r;
         try { r = await api("items", {k: key, from: count}); } catch (e) { return; }
         if (r.items.length) addItems(r.items);
-        $status.textContent = `${num(r.frames)} frames`;
+        const card = document.querySelector('.card[data-k="frames"] b');
+        if (card) card.textContent = num(r.frames);
         if (r.live) liveTimer = setTimeout(poll, 400);
         else if (badge) badge.textContent = " (recording ended)";
       };
@@ -290,7 +293,7 @@
         el("div", {class: "tabs"}, el("a", {onclick: () => show("json")}, "pretty JSON"), el("a", {onclick: () => show("raw")}, "exact text"), el("a", {onclick: () => show("hex")}, "bytes (hex)")),
         pre);
     });
-    insp.replaceChildren(el("div", {class: "bar"}, el("b", {}, title), el("a", {onclick: () => layout.classList.add("closed")}, "close")),
+    put(insp, el("div", {class: "bar"}, el("b", {}, title), el("a", {onclick: () => layout.classList.add("closed")}, "close")),
       ...(list.length ? list : [el("p", {class: "muted"}, "no frames")]));
     if (mark) { const m = insp.querySelector(`.frame[data-seq="${mark}"]`); if (m) { m.scrollIntoView({block: "start"}); m.classList.add("anom"); } }
     else insp.scrollTop = 0;
@@ -395,7 +398,7 @@
   async function showReport(n) {
     let r;
     try { r = await api("report", {n: n}); } catch (e) { return fail(e); }
-    $crumbs.replaceChildren(el("a", {href: "#"}, "sessions"), " / replay report " + r.name);
+    put($crumbs, el("a", {href: "#"}, "sessions"), " / replay report " + r.name);
     const pretty = (v) => v === undefined || v === null ? "(nothing)" : typeof v === "string" ? v : JSON.stringify(v, null, 2);
     const divs = r.divergences.map((d, i) => el("div", {class: "div" + (i === 0 ? " first" : ""), id: "div" + i},
       el("div", {}, el("b", {}, i === 0 ? "first divergence" : "divergence " + (i + 1)), " · ", el("span", {class: "tag"}, d.kind), " ", d.where || ""),
@@ -404,7 +407,7 @@
       el("div", {class: "sbs"},
         el("div", {class: "recorded"}, el("b", {}, "recorded"), el("pre", {}, pretty(d.expected))),
         el("div", {class: "live-side"}, el("b", {}, "live"), el("pre", {}, pretty(d.got))))));
-    $main.replaceChildren(
+    put($main, 
       el("h1", {}, "replay of ", r.session_name || r.session_id || "?", " ", el("span", {class: r.ok ? "" : "bad"}, r.ok ? "ok" : "diverged")),
       el("div", {class: "muted mono"}, (r.mode || "") + " · " + (r.recording || "") + (r.stopped ? " · stopped: " + r.stopped : "")),
       r.key ? el("p", {}, el("a", {href: "#s/" + encodeURIComponent(r.key)}, "open the recorded session")) : null,

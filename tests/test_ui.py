@@ -1,0 +1,210 @@
+"""wire-ui in a real headless Chromium: the index over several files and search, a session's
+conversation with its frames behind a tool call, a live recording growing, and a replay report's
+first divergence beside the recorded frame. One wire-ui and one browser for the module.
+
+The screenshots land in $WIRE_UI_SHOTS when set (the author looks at them), else in tmp."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.harness.analysis import find_chromium
+from tests.harness.browser import Browser
+from tests.harness.replay import SAMPLES, Agent, cli_json, scripts_with
+
+BIN = Path(sys.executable).parent
+
+
+def _chromium() -> str:
+    exe = find_chromium()
+    if exe is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing on CI (apt-get install -y chromium)")
+        pytest.skip("chromium not installed")
+    real = "/usr/lib/chromium/chromium"  # Debian's launcher script is not needed for a pipe
+    return real if os.path.exists(real) else exe
+
+
+class LiveProxy:
+    """A real wire-proxy recording `cat` (it answers every frame with itself)."""
+
+    def __init__(self, db: Path):
+        self.p = subprocess.Popen([str(BIN / "wire-proxy"), "--db", str(db), "--name", "live-one",
+                                   "--", "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.n = 0
+
+    def send(self) -> None:
+        self.n += 1
+        assert self.p.stdin and self.p.stdout
+        frame = {"jsonrpc": "2.0", "id": self.n, "method": "ping", "params": {"n": self.n}}
+        self.p.stdin.write(json.dumps(frame).encode() + b"\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline()  # relayed back: it is in the spool
+
+    def end(self) -> None:
+        if self.p.stdin and not self.p.stdin.closed:
+            self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def app(kimi_exe, tmp_path_factory):
+    d = tmp_path_factory.mktemp("ui")
+    db = d / "three.db"
+    imp = subprocess.run([str(BIN / "wire-import"), "-q", "--db", str(db),
+                          *(str(SAMPLES / f"{n}.jsonl") for n in ("multi_step", "acp_tools", "mcp_time"))],
+                         capture_output=True, text=True, timeout=120)
+    assert imp.returncode == 0, imp.stderr
+    # a changed agent: the replay diverges at the tool call's arguments
+    with Agent("approve_shell", scripts_with("approve_shell", "echo hello", "echo bye"),
+               tmp_root=d) as agent:
+        code, report = cli_json([SAMPLES / "approve_shell.jsonl", "--frame-timeout", "30",
+                                 "--live-llm", *agent.cli_args()])
+    assert code == 1 and not report["ok"]
+    rep = d / "approve_shell.replay.json"
+    rep.write_text(json.dumps(report))
+    live_dir = d / "live"
+    live_dir.mkdir()
+    live = LiveProxy(live_dir / "live.db")
+    live.send()
+    ui = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(db),
+                           str(SAMPLES / "approve_shell.jsonl"), str(SAMPLES / "mcp_demo_2026.jsonl"),
+                           str(live_dir), str(rep)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        assert ui.stdout
+        url = ui.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "token=" in url, ui.stderr.read() if ui.stderr else ""
+        shots = Path(os.environ.get("WIRE_UI_SHOTS") or d / "shots")
+        shots.mkdir(parents=True, exist_ok=True)
+        with Browser(_chromium(), d / "profile") as b:
+            b.goto(url)
+            yield {"b": b, "url": url, "live": live, "shots": shots}
+    finally:
+        live.end()
+        ui.terminate()
+        ui.wait(timeout=30)
+        shutil.rmtree(d / "profile", ignore_errors=True)
+
+
+def _open_session(b: Browser, name: str) -> None:
+    b.eval("location.hash = ''")
+    b.wait_for(f"document.querySelector('tr.row[data-key$={json.dumps('.' + name)}]')")
+    b.eval(f"location.hash = '#s/' + encodeURIComponent(document.querySelector("
+           f"'tr.row[data-key$={json.dumps('.' + name)}]').dataset.key)")
+    b.wait_for(f"document.querySelector('#title') && document.querySelector('#title').innerText"
+               f".startsWith({json.dumps(name)}) && document.querySelectorAll('.item').length")
+
+
+def test_index_lists_every_file_and_search_finds_a_prompt(app):
+    b = app["b"]
+    b.wait_for("document.querySelectorAll('tr.row').length >= 6")
+    names = b.eval("[...document.querySelectorAll('tr.row td:first-child a')].map(a => a.innerText)")
+    # three sessions from the imported .db, two transcripts, the session being recorded
+    assert sorted(names) == ["acp_tools", "approve_shell", "live-one", "mcp_demo_2026",
+                             "mcp_time", "multi_step"]
+    assert "live" in b.text("tr.row[data-key^='live.']")
+    assert "replay report approve_shell.replay.json" in b.text("#reports")
+    app["b"].screenshot(app["shots"] / "index.png")
+    b.fill("#q", '"Run echo hello"')
+    b.wait_for("document.querySelectorAll('tr.row').length === 1")
+    assert b.text("tr.row td:first-child a") == "approve_shell"
+    b.fill("#q", "")
+    b.wait_for("document.querySelectorAll('tr.row').length >= 6")
+
+
+def test_session_view_and_the_frames_behind_a_tool_call(app):
+    b = app["b"]
+    _open_session(b, "approve_shell")
+    conv = b.text("#conv")
+    assert "> prompt Run echo hello" in conv
+    assert "assistant I'll run it." in conv.replace("assistantI", "assistant I")
+    assert "✓ Shell" in conv and ": hello" in conv  # the tool's output
+    assert "approval: approve" in conv
+    assert b.eval("document.querySelectorAll('#tl').length") == 1
+    b.eval("[...document.querySelectorAll('.item.line')].find(n => n.innerText.includes('tool Shell')).click()")
+    b.wait_for("document.querySelectorAll('#insp .frame').length >= 2")
+    heads = b.eval("[...document.querySelectorAll('#insp .frame .fh')].map(h => h.innerText)")
+    assert any("ToolCall" in h and "agent → client" in h for h in heads), heads
+    assert any("ToolResult" in h for h in heads), heads
+    assert '"echo hello"' in b.text("#insp") or "echo hello" in b.text("#insp")
+    b.screenshot(app["shots"] / "session.png")
+    # an MCP call: the JSON-RPC request and its response, both directions
+    _open_session(b, "mcp_demo_2026")
+    assert "✓ add" in b.text("#conv")
+    b.eval("[...document.querySelectorAll('.item.line')].find(n => n.innerText.includes('tool add')).click()")
+    b.wait_for("document.querySelectorAll('#insp .frame').length >= 2")
+    heads = b.eval("[...document.querySelectorAll('#insp .frame .fh')].map(h => h.innerText)")
+    assert any("client → agent" in h and "request tools/call" in h for h in heads), heads
+    assert any("agent → client" in h and "response" in h for h in heads), heads
+    assert "2 + 3 = 5" in b.text("#insp")
+    b.screenshot(app["shots"] / "mcp.png")
+    # jump to a seq: the frame inspector opens there
+    b.eval("document.querySelector('#jump').value = 3")
+    b.click("#jumpgo")
+    b.wait_for("document.querySelector('#insp .frame[data-seq=\"3\"]')")
+    b.screenshot(app["shots"] / "inspector.png")
+
+
+def test_a_live_recording_grows(app):
+    b, live = app["b"], app["live"]
+    b.eval("location.hash = ''")
+    b.wait_for("document.querySelector(\"tr.row[data-key^='live.']\")")
+    b.eval("location.hash = '#s/' + encodeURIComponent(document.querySelector(\"tr.row[data-key^='live.']\").dataset.key)")
+    b.wait_for("document.querySelector('#livebadge') && document.querySelectorAll('.item').length")
+    before = b.eval("document.querySelectorAll('.item').length")
+    pings = b.eval("[...document.querySelectorAll('.item')].filter(n => n.innerText.includes('> ping')).length")
+    live.send()
+    live.send()
+    b.wait_for(f"[...document.querySelectorAll('.item')].filter(n => n.innerText.includes('> ping')).length >= {pings + 2}")
+    assert b.eval("document.querySelectorAll('.item').length") > before
+    b.screenshot(app["shots"] / "live.png")
+    live.end()
+    b.wait_for("document.querySelector('#livebadge').innerText.includes('ended')", timeout=60)
+
+
+def test_a_replay_report_shows_the_first_divergence_beside_the_recorded_frame(app):
+    b = app["b"]
+    b.eval("location.hash = '#r/0'")
+    b.wait_for("document.querySelector('#div0')")
+    first = b.text("#div0")
+    assert first.startswith("first divergence") and "turn 1, step 1" in first
+    recorded, live = b.text("#div0 .recorded pre"), b.text("#div0 .live-side pre")
+    assert "echo hello" in recorded and "echo bye" not in recorded
+    assert "echo bye" in live
+    assert "open the recorded session" in b.text("#main")
+    b.screenshot(app["shots"] / "replay.png")
+
+
+def test_only_loopback_with_the_token_and_read_only(app):
+    parts = urllib.parse.urlsplit(app["url"])
+    token = urllib.parse.parse_qs(parts.query)["token"][0]
+
+    def ask(method: str, path: str, host: str | None = None) -> int:
+        c = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
+        c.putrequest(method, path, skip_host=True)
+        c.putheader("Host", host or parts.netloc)
+        c.endheaders()
+        status = c.getresponse().status
+        c.close()
+        return status
+
+    assert ask("GET", f"/api/index?token={token}") == 200
+    assert ask("GET", "/api/index") == 403  # no token
+    assert ask("GET", "/api/index?token=wrong") == 403
+    assert ask("GET", f"/api/index?token={token}", host=f"evil.example:{parts.port}") == 403
+    assert ask("POST", f"/api/index?token={token}") == 405
+    assert ask("GET", f"/assets/../cli.py?token={token}") == 404
+    assert ask("GET", f"/?token={token}") == 303  # the token becomes a cookie
+    time.sleep(0)  # nothing to wait for: every answer above is final
