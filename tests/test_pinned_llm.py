@@ -175,26 +175,67 @@ def test_a_recording_that_cannot_yield_a_pinned_llm_is_one_line(tmp_path, kimi_e
 # -- the real agent -------------------------------------------------------------------------------
 
 
-def test_subagent_retry_and_exhausted_model_round_trip(kimi_exe, tmp_path):
-    """A subagent's calls between its parent's, a 503 retried once, a turn that finds the model
-    with no answer left: derived in the order kimi asked, and the replay is green."""
-    from tests.harness.analysis import SUBAGENT_ERRORS
+COMPACTION_SUMMARY = "Summary: a subagent listed the folder."
+
+
+def everything_scenario():
+    """A subagent (with an approved Shell call) between its parent's calls, a `/compact` that
+    asks the model, a 503 retried once, and a turn that finds the model with no answer left."""
+    from tests.harness.analysis import SUBAGENT_SUMMARY
+    from tests.harness.kimi_peer import msg_id, script, shell, text, tool_call, usage
+    from tests.harness.scripted_client import Approval, ClientPlan, Prompt
+    from tests.harness.wire import Scenario
+
+    agent_args = {"description": "List the folder", "prompt": "Run ls and summarise",
+                  "subagent_type": "coder"}
+    return Scenario(
+        name="pinned_everything",
+        description="subagent, compaction, retried provider error, exhausted model",
+        session_id="wr-pinned-everything",
+        scripts=[
+            script(msg_id("msg-1"), usage(500, 20, 100), text("Delegating."),
+                   tool_call("call-a", "Agent", agent_args)),
+            script(msg_id("sub-1"), usage(50, 5, 10, 7), shell("sub-call-1", "echo from-sub")),
+            script(msg_id("sub-2"), usage(70, 40), text(SUBAGENT_SUMMARY.strip())),
+            script(msg_id("msg-2"), usage(700, 12, 600), text("The subagent is done.")),
+            script(text(COMPACTION_SUMMARY)),
+            "error: 503 overloaded",
+            script(msg_id("msg-3"), usage(800, 9), text("Recovered after a retry.")),
+        ],
+        plan=ClientPlan(prompts=[Prompt("Delegate a listing"), Prompt("/compact"),
+                                 Prompt("Say something"), Prompt("One more")],
+                        approval_default=Approval.approve()),
+    )
+
+
+def test_subagent_compaction_retry_and_exhausted_model_round_trip(kimi_exe, tmp_path):
+    """Derived in the order kimi asked its model (the recording ran it out of answers at call
+    8: seven made), and the replay is green."""
     from tests.harness.wire import run_scenario
     from wire_recorder.replay.driver import ReplayOptions, replay_session
 
-    db = tmp_path / "sub.db"
-    run_scenario(SUBAGENT_ERRORS, [WIRE_PROXY, "-q", "--db", str(db), "--"], kimi=kimi_exe)
+    sc = everything_scenario()
+    db = tmp_path / "everything.db"
+    run_scenario(sc, [WIRE_PROXY, "-q", "--db", str(db), "--"], kimi=kimi_exe)
     rec = load(db)
     calls = rec.adapter.part("llm_calls").llm_calls(rec.msgs, rec.client_requests)["calls"]
     assert [(c["kind"], c["agent"] is not None) for c in calls] == [
         ("answer", False), ("answer", True), ("answer", True), ("answer", False),
-        ("error", False), ("answer", False), ("exhausted", False)]
-    assert calls[4]["where"] == "turn 2, step 1 attempt 1"
+        ("compaction", False), ("error", False), ("answer", False), ("exhausted", False)]
+    assert [c["where"] for c in calls][4:6] == ["turn 2 compaction", "turn 3, step 1 attempt 1"]
+    assert not any(c["problem"] for c in calls)
     pin, scripts = derived(db, tmp_path)
     pin.cleanup()
-    # a retried error's message never reaches the client: only its status code does
-    made = [s.replace("error: 503 overloaded", "error: 503") for s in SUBAGENT_ERRORS.scripts]
-    assert [parse(s) for s in scripts] == [parse(s) for s in made]
+    # neither a compaction's summary (only its length, through kimi's estimate of the context
+    # after it) nor a retried error's message reaches the client
+    made = [s.replace("error: 503 overloaded", "error: 503") for s in sc.scripts]
+    got = [parse(s) for s in scripts]
+    stand_in = got[4][2][0][1]
+    # kimi's estimate rounds down: the length is known to within 3 characters
+    assert 0 <= len(COMPACTION_SUMMARY) - len(stand_in) <= 3, stand_in
+    assert stand_in.startswith("(the compaction")
+    got[4] = parse(made[4])
+    assert got == [parse(s) for s in made]
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()

@@ -53,6 +53,7 @@ CREDENTIALS = {"access_token": "wire-replay-offline", "refresh_token": "wire-rep
                "expires_at": 4102444800, "scope": "", "token_type": "Bearer", "expires_in": 0}
 # str.splitlines() breaks at these, and kimi's script parser reads line by line
 LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+COMPACTION_STAND_IN = "(the compaction summary is not in the recording)"
 LIVE_LLM_HINT = "replay with --live-llm to use the agent's own model instead"
 
 
@@ -186,8 +187,13 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
         else:
             raise _cannot(rec, call, f"a part of type {ptype!r} the offline model cannot say", p)
     if call.get("kind") == "compaction" and not call.get("parts"):
-        # the summary never reaches the client; any text stands in for it
-        lines.append("text: " + _quoted("(the compaction summary is not in the recording)"))
+        # the summary never reaches the client: a stand-in of its length (kimi's estimate of
+        # the context after the compaction, which the client sees, counts its characters)
+        length = call.get("summary_length")
+        text = COMPACTION_STAND_IN
+        if isinstance(length, int) and length > 0:
+            text = (text + "." * length)[:length]
+        lines.append("text: " + _quoted(text))
     if not any(not ln.startswith(("id:", "usage:")) for ln in lines):
         raise _cannot(rec, call, "the model's answer has no parts")
     return "\n".join(lines)

@@ -23,13 +23,15 @@ compactions (kimi asks one model for all of them, in this order):
                                            # each part with its recorded "frame" too
      "error": None | {"kind": "status" | "connection" | "timeout", "status_code": int | None,
                       "message": str | None},
-     "problem": None | str}                # why the recording does not say enough
+     "problem": None | str,                # why the recording does not say enough
+     "summary_length": int}                # compactions: how long the summary was (below)
 
 `exhausted`: the recorded model had no answer left (kimi's own scripted test model ran out); a
 pinned model must run out there too. A compaction's summary never reaches the Wire stream: its
 call has no parts; whether a compaction asked the model at all is judged the way kimi's
 SimpleCompaction does (it asks only when there are messages older than the two latest user or
-assistant messages), from the messages the stream shows.
+assistant messages), from the messages the stream shows, and how long its summary was from the
+context size kimi estimates after it (4 characters a token) and reports in a StatusUpdate.
 
 Only frames inside a step are the model's: text a hook or an unknown slash command makes
 before any step, the events the `replay` method re-emits, and everything the client sends are
@@ -46,6 +48,8 @@ EXHAUSTED = re.compile(r"ScriptedEchoChatProvider exhausted at turn (\d+)\.")
 CHAT_PROVIDER_ERROR = -32003
 _ERROR_KINDS = {"APIConnectionError": "connection", "APITimeoutError": "timeout"}
 _PRESERVED = 2  # SimpleCompaction.max_preserved_messages
+COMPACTION_OUTPUT_PREFIX = ("Previous context has been compacted. Here is the compaction "
+                            "output:")
 
 
 class _Scope:
@@ -60,7 +64,9 @@ class _Scope:
         self.retry: dict[str, Any] | None = None  # error of the step's last failed attempt
         self.interrupted = False
         self.compaction: dict[str, Any] | None = None  # begun, not ended
-        self.roles: list[str] = []  # user / assistant / tool, as in kimi's context
+        # kimi's context: [role, characters of its text parts] per message
+        self.roles: list[list[Any]] = []
+        self.estimate: dict[str, Any] | None = None  # a compaction waiting for its estimate
 
     def where(self, what: str = "") -> str:
         out = f"turn {self.turn}"
@@ -86,20 +92,21 @@ def _retry_error(payload: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "unknown", "status_code": code, "message": None, "type": etype}
 
 
-def compaction_asks(roles: Sequence[str]) -> tuple[bool, list[str]]:
-    """Whether kimi's SimpleCompaction asks the model about a context of these message roles,
-    and the roles after it: [summary] + the two latest user/assistant messages onwards."""
+def compaction_asks(roles: Sequence[list[Any]]) -> tuple[bool, list[list[Any]]]:
+    """Whether kimi's SimpleCompaction asks the model about a context of these messages
+    ([role, text characters]), and the messages after it: [summary] + the two latest user or
+    assistant messages onwards."""
     n = 0
     start = len(roles)
     for i in range(len(roles) - 1, -1, -1):
-        if roles[i] in ("user", "assistant"):
+        if roles[i][0] in ("user", "assistant", "summary"):
             n += 1
             if n == _PRESERVED:
                 start = i
                 break
     if n < _PRESERVED or start == 0:
         return False, list(roles)
-    return True, ["user", *roles[start:]]
+    return True, [["summary", 0], *roles[start:]]
 
 
 def _slash(user_input: Any, commands: set[str]) -> str | None:
@@ -127,7 +134,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             scope.call, scope.pending = scope.pending, None
             scope.call["frame"] = frame
             calls.append(scope.call)
-            scope.roles.append("assistant")
+            scope.roles.append(["assistant", 0])
         return scope.call
 
     def fail(scope: _Scope, frame: int, error: dict[str, Any], attempt: str = "") -> None:
@@ -189,9 +196,9 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             if name in ("clear", "reset"):
                 scope.roles = []
             elif name is None:
-                scope.roles.append("user")
+                scope.roles.append(["user", _chars(payload.get("user_input"))])
         elif mtype == "SteerInput":
-            scope.roles.append("user")
+            scope.roles.append(["user", _chars(payload.get("user_input"))])
         elif mtype == "StepBegin":
             n = payload.get("n")
             scope.step = n if isinstance(n, int) else (scope.step or 0) + 1
@@ -203,9 +210,10 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             asks, scope.roles = compaction_asks(scope.roles)
             if asks:
                 scope.compaction = _call(scope, "compaction", frame, scope.where("compaction"))
+                scope.compaction["preserved"] = sum(r[1] for r in scope.roles[1:])
                 calls.append(scope.compaction)
         elif mtype == "CompactionEnd":
-            scope.compaction = None
+            scope.estimate, scope.compaction = scope.compaction, None
         elif mtype == "StepRetry":
             error = _retry_error(payload)
             attempt = payload.get("next_attempt")
@@ -235,6 +243,8 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             c = show(scope, frame)
             assert c is not None
             c["parts"].append({**_content_part(payload, c), "frame": frame})
+            if payload.get("type") == "text" and scope.roles and scope.call is c:
+                scope.roles[-1][1] += len(str(payload.get("text") or ""))
         elif mtype == "ToolCall":
             if scope.pending is None and scope.call is None:
                 continue
@@ -254,11 +264,14 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             c["parts"].append({"type": "tool_call_part",
                                "arguments_part": payload.get("arguments_part"), "frame": frame})
         elif mtype == "ToolResult":
-            scope.roles.append("tool")
+            scope.roles.append(["tool", _tool_chars(_obj(payload.get("return_value")))])
         elif mtype == "StatusUpdate":
             mct = payload.get("max_context_tokens")
             if scope is root and isinstance(mct, int):
                 max_context = mct
+            if scope.estimate is not None and payload.get("token_usage") is None and \
+                    isinstance(payload.get("context_tokens"), int):
+                _summary_length(scope, payload["context_tokens"])
             usage, mid = payload.get("token_usage"), payload.get("message_id")
             if usage is None and mid is None:
                 continue
@@ -286,6 +299,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                                 f"with {payload.get('error')!r})")
     for c in calls:
         c.pop("btw", None)
+        c.pop("preserved", None)
         if c["kind"] == "side_question" and not c["parts"] and not c["problem"]:
             c["problem"] = "the side question never ended"
     return {"calls": calls, "model": {"max_context_size": max_context}}
@@ -326,6 +340,48 @@ def _final_error(root: _Scope, calls: list[dict[str, Any]], frame: int, message:
     if root.pending is None and root.compaction is None:
         c["problem"] = "the provider error came outside any step"
     root.pending = None
+
+
+def _system(text: str) -> int:
+    return len(f"<system>{text}</system>")
+
+
+def _chars(content: Any) -> int:
+    """Characters of the text parts kimi's context gets from a user input or tool output."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(str(p.get("text") or "")) for p in content
+                   if isinstance(p, dict) and p.get("type") == "text")
+    return 0
+
+
+def _tool_chars(rv: dict[str, Any]) -> int:
+    """kimi's tool_result_to_message: the message (wrapped) and the output."""
+    output, message = rv.get("output"), rv.get("message")
+    n = _chars(output)
+    if rv.get("is_error"):
+        return _system(f"ERROR: {message}") + n
+    if message:
+        n += _system(str(message))
+    if not message and not output:
+        return _system("Tool output is empty.")
+    if not message and output and not n:
+        n += _system("Tool returned non-text content.")
+    return n
+
+
+def _summary_length(scope: _Scope, context_tokens: int) -> None:
+    """kimi estimates the context after a compaction from its text, 4 characters a token: how
+    long its summary was follows from the estimate it reported (what is left is rounding)."""
+    call, scope.estimate = scope.estimate, None
+    assert call is not None
+    prefix = _system(COMPACTION_OUTPUT_PREFIX)
+    length = 4 * context_tokens - prefix - int(call.get("preserved") or 0)
+    if length > 0:
+        call["summary_length"] = length
+        if scope.roles and scope.roles[0][0] == "summary":
+            scope.roles[0][1] = prefix + length
 
 
 def _obj(v: Any) -> dict[str, Any]:
