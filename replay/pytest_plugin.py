@@ -204,6 +204,9 @@ class _ClientSession:
         self.frame_timeout = float(ft) if ft is not None else 30.0
         exists = cassette.exists()
         self.recording = self.mode in ("all", "rewrite") or (self.mode == "once" and not exists)
+        # a .jsonl cassette is the session's transcript (reviewable, diffable: the default); a
+        # cassette named *.db is the recording itself
+        self.as_db = cassette.suffix == ".db"
         if not self.recording and not exists:
             pytest.fail(f"wire_agent: cassette {cassette} does not exist (record mode none; run "
                         f"with --wire-record-mode=once to record it)", pytrace=False)
@@ -276,29 +279,45 @@ class _ClientSession:
             if len(sessions) > 1:
                 pytest.fail(f"wire_agent: the client started the agent {len(sessions)} times; a "
                             f"cassette holds one session", pytrace=False)
-            new = self.tmp / "cassette.jsonl"
             from wire_recorder.recorder.transcript import export_transcript
 
+            new = self.tmp / "cassette.jsonl"
             export_transcript(str(self.db), str(new), sessions[0])
+            data = new.read_bytes()
+            old = None
+            if self.cassette.exists():
+                if self.as_db:  # compared as transcripts: the DB's bytes say nothing
+                    was = self.tmp / "old.jsonl"
+                    export_transcript(str(self.cassette), str(was))
+                    old = was.read_bytes()
+                else:
+                    old = self.cassette.read_bytes()
         except UserError as e:
             error = e.one_line()
         else:
             error = None
         if error is not None:
             pytest.fail(f"wire_agent: {error}", pytrace=False)
-        data = new.read_bytes()
-        old = self.cassette.read_bytes() if self.cassette.exists() else None
         frames = len(data.splitlines()) - 1
         if old is not None and _same_session(old, data):
-            _note(self.config, f"unchanged {shown}: {frames} lines, no change; not rewritten")
+            _note(self.config, f"unchanged {shown}: {frames} frames, no change; not rewritten")
             return
         self.cassette.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(new, self.cassette)
+        if self.as_db:
+            # the recording itself; frames over 256 KiB live in its .blobs file beside it
+            blobs = Path(f"{self.cassette}.blobs")
+            if blobs.exists():
+                blobs.unlink()
+            shutil.copyfile(self.db, self.cassette)
+            if Path(f"{self.db}.blobs").exists():
+                shutil.copyfile(f"{self.db}.blobs", blobs)
+        else:
+            shutil.copyfile(new, self.cassette)
         if old is None:
             verb = "rewritten" if self.mode == "rewrite" else "recorded"
-            _note(self.config, f"{verb} {shown}: {frames} lines")
+            _note(self.config, f"{verb} {shown}: {frames} frames")
         else:
-            _note(self.config, f"updated {shown}: {frames} lines, "
+            _note(self.config, f"updated {shown}: {frames} frames, "
                                f"{_changed_lines(old, data)} changed (review the diff)")
 
     def _stored_sessions(self) -> list[str]:
