@@ -85,6 +85,9 @@ class ReplayOptions:
             raise UsageError("--speed must be 0 (as fast as possible) or positive")
         if self.frame_timeout <= 0 or self.timeout <= 0:
             raise UsageError("timeouts must be positive numbers of seconds")
+        if self.live_llm and self.write_llm_script:
+            raise UsageError("--write-llm-script writes the scripts of the pinned LLM: not with "
+                             "--live-llm")
         return self
 
     def rules(self, adapter) -> tuple[IgnoreRule, ...]:
@@ -100,12 +103,16 @@ class AgentSetupError(UserError):
     bad config, a missing key, a crash at start). Exit 2; the message ends with its stderr."""
 
 
+_BOX = "│┃║╭╮╰╯─━═┌┐└┘"
+
+
 def stderr_tail(data: bytes, n: int = STDERR_TAIL_LINES, width: int = 300) -> list[str]:
     """The last `n` non-empty lines of an agent's stderr, printable (control characters shown
     escaped: the text is the agent's, not ours)."""
     out = []
     for line in data.decode("utf-8", "replace").splitlines()[::-1]:
         line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line.rstrip())
+        line = line.strip().strip(_BOX).strip()  # a rich error panel's frame is no news
         if line.strip():
             out.append(line if len(line) <= width else line[:width] + "…")
             if len(out) >= n:
@@ -145,6 +152,9 @@ class ReplayResult:
     workdir_differences: list[str] = field(default_factory=list)
     # why the first divergence may be timing (a background task's notice, a recorded wait)
     timing_hint: str | None = None
+    # the agent command as given (with the resume flag replay added), before the set-up around
+    # it (a pinned LLM's argv is `argv`)
+    command: list[str] = field(default_factory=list)
 
     def stderr_tail(self, n: int = STDERR_TAIL_LINES) -> list[str]:
         return stderr_tail(self.stderr, n)
@@ -914,8 +924,14 @@ class _Setup:
             self.cwd = self.plan.cwd or cwd
             self.differences = list(self.plan.differences or [])
             self.notes += list(self.plan.notes or [])
-        if opts.live_llm:
-            return
+        if not opts.live_llm:
+            self._pin(rec, argv, env)
+        if opts.write_llm_script and self.pin is None:
+            self.notes.append(f"--write-llm-script: nothing written to {opts.write_llm_script}: "
+                              f"this agent's model is not pinned (not an agent replay knows how "
+                              f"to pin, or its recording says nothing of the model)")
+
+    def _pin(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None) -> None:
         pin_llm = _optional("agents", "pin_llm")
         if pin_llm is None:
             return
@@ -990,6 +1006,9 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
             values = r.value_map
         s_argv, s_env = setup.use(rec, flags[-1], opts.write_llm_script)
         result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values).run()
+        result.command = [*argv, *flags[-1]]
+        for o, extra in zip(before, flags, strict=False):
+            o.command = [*argv, *extra]
     finally:
         setup.cleanup()
     result.origins = before

@@ -28,6 +28,7 @@ class RecordMode(StrEnum):
     NONE = "none"  # replay only; a missing recording fails the test
     ONCE = "once"  # replay when the recording exists, else record it first
     ALL = "all"  # re-record: keep what the current agent did (as wire-replay --update)
+    REWRITE = "rewrite"  # delete the cassette first and record it from scratch, unconditionally
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

@@ -4,8 +4,8 @@ Two ways a session reopens an earlier one:
 
 * a request names a value an earlier agent process minted (ACP session/load, below);
 * the agent command resumes one (kimi `-S ID`, `-C`): the recorded command says so. The session
-  it resumes is the latest earlier session of the same file whose command or stderr names that
-  id (`-S ID`), or that ran in the same work dir (`-C`). Only these flags, with a plain id, are
+  it resumes is the latest earlier session of the same file and work dir whose command or
+  stderr names that id (`-S ID`), or any such session (`-C`). Only these flags, with a plain id, are
   carried over to the live command (`resume_args`), never the rest of the recorded argv.
 
 An ACP client that reopens a session (session/load) names a sessionId an earlier `kimi acp`
@@ -190,7 +190,7 @@ def resume_args(chain: Sequence[Recording], argv: Sequence[str]) -> list[list[st
              os.path.basename(r.command[0]) == os.path.basename(argv[0]) else None
              for r in chain]
     for i, f in enumerate(flags):
-        if f is None:
+        if f is None or (f[1] is None and i == 0):  # -C with nothing recorded to continue
             continue
         out[i] = [f[0]] if f[1] is None else [f[0], f[1]]
         if f[1] is not None and i > 0 and flags[i - 1] is None:
@@ -218,14 +218,31 @@ def _sessions_before(path: str, rec: Recording, exclude: set[str]) -> list[Recor
         return out
 
 
-def _resumes(cand: Recording, flag: tuple[str, str | None], cwd: str | None) -> bool:
+WORKDIR_FLAGS = ("-w", "--work-dir")
+
+
+def _workdir(rec: Recording) -> str | None:
+    """Where the agent worked: kimi keys its sessions on it (its -w, else the cwd)."""
+    args = rec.command[1:]
+    for i, a in enumerate(args):
+        flag, eq, val = a.partition("=")
+        if flag in WORKDIR_FLAGS:
+            return val if eq else (args[i + 1] if i + 1 < len(args) else None)
+    return rec.cwd
+
+
+def _resumes(cand: Recording, flag: tuple[str, str | None], rec: Recording) -> bool:
+    """Could `rec` (with its resume `flag`) have reopened `cand`? Only a session of the same
+    work dir: kimi finds sessions by it (two runs of one scenario elsewhere are not a chain)."""
+    if _workdir(cand) != _workdir(rec):
+        return False
     if flag[1] is None:  # -C: the work dir's last session
-        return cand.cwd == cwd
+        return True
     if resume_flag(cand) == flag:
         return True
-    sid = flag[1].encode()
     # kimi made the id up: it says it on stderr at exit ("kimi -r ID")
-    return any(sid in m.raw for m in cand.msgs) or sid in cand.stderr
+    sid = re.compile(rb"(?<![\w.:-])" + re.escape(flag[1].encode()) + rb"(?![\w.:-])")
+    return sid.search(cand.stderr) is not None or any(sid.search(m.raw) for m in cand.msgs)
 
 
 def resumed_origin(rec: Recording, files: Sequence[str], exclude: set[str]) -> Recording | None:
@@ -239,6 +256,6 @@ def resumed_origin(rec: Recording, files: Sequence[str], exclude: set[str]) -> R
             e.message = f"looking for the session {rec.session_id} resumes: {e.message}"
             raise
         for cand in cands:
-            if _resumes(cand, flag, rec.cwd):
+            if _resumes(cand, flag, rec):
                 return cand
     return None

@@ -161,6 +161,7 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
         "session_id": r.recording.session_id,
         "name": r.recording.name,
         "argv": r.argv,
+        "command": r.command,
         "first_divergence": first.to_dict() if first else None,
         "divergences": [d.to_dict() for d in r.divergences],
         "unused_requests": [d.to_dict() for d in r.of_kind("unused_request")],

@@ -16,6 +16,7 @@ only what changed.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 
@@ -55,8 +56,10 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     session.update(
         started_at=wall_ts(start.wall_ns if start else time.time_ns()),
         ended_at=wall_ts(ordered[-1].wall_ns) if ordered else None,
-        command=orjson.dumps(result.argv).decode(),
-        exit_code=result.agent_exit_code,
+        # the command as given (resume flags included), not the set-up replay made around it
+        # (a pinned LLM's scratch config, removed after the run)
+        command=orjson.dumps(result.command or result.argv).decode(),
+        exit_code=_exit_status(result.agent_exit_code),
         end_reason="agent_exit",
         source="wire-replay",
         mono_start_ns=start.mono_ns if start else 0,
@@ -70,7 +73,17 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
             session["agent_pid"] = f.data.get("pid")
     for k in ("exit_signal", "proxy_pid", "db_note"):
         session.pop(k, None)
+    code = result.agent_exit_code
+    if code is not None and code < 0:  # as wire-proxy records it: 128 + N and the name
+        try:
+            session["exit_signal"] = signal.Signals(-code).name
+        except ValueError:
+            pass
     return session, frames
+
+
+def _exit_status(code: int | None) -> int | None:
+    return 128 - code if code is not None and code < 0 else code
 
 
 def _is_format2(data: bytes) -> bool:

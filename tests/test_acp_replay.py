@@ -85,8 +85,10 @@ def test_cli_exit_0_against_a_fresh_agent(recorded, kimi_exe):
 
 
 def test_changed_script_fails_naming_the_first_divergence(recorded, kimi_exe):
+    # --live-llm: the agent's own (changed) model, not the one pinned to the recording
     with fresh_run(kimi_exe, "acp_tools_changed") as run:
-        proc = subprocess.run([str(BIN / "wire-replay"), recorded, "--cwd", str(run.workdir), "--",
+        proc = subprocess.run([str(BIN / "wire-replay"), recorded, "--live-llm", "--cwd",
+                               str(run.workdir), "--",
                                *run.argv()], env=run.env(), capture_output=True, text=True,
                               timeout=180)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -130,7 +132,8 @@ def test_sdk_client_against_serve(tmp_path, acp_python):
 def test_on_unmatched_reject_declines_a_permission_the_recording_lacks(recorded, kimi_exe):
     with fresh_run(kimi_exe, "acp_tools_changed") as run:
         result = replay_session(recorded, run.argv(), env=run.env(), cwd=str(run.workdir),
-                                options=ReplayOptions(on_unmatched="reject", frame_timeout=20))
+                                options=ReplayOptions(on_unmatched="reject", frame_timeout=20,
+                                                     live_llm=True))
     sent = [orjson.loads(f.raw) for f in result.frames if f.direction == "c2a"]
     rejects = [m for m in sent if m.get("result") == {"outcome": {"outcome": "selected",
                                                                   "optionId": "reject"}}]

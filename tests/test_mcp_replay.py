@@ -134,7 +134,8 @@ def test_mcp_server_time_and_git_replay(tmp_path, mcp_peers):
         result = run_mcp_scenario(sc, proxy_prefix(name, db), keep=True)  # git: keep the repo
         try:
             assert check_mcp_scenario(sc, result) == []
-            code, report = replay_cli(db, cwd=result.context["work"])
+            # the recording is our own: its stored server command may run
+            code, report = replay_cli(db, "--recorded-command", cwd=result.context["work"])
             assert code == 0 and report["ok"], report["divergences"]
         finally:
             import shutil

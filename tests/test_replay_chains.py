@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from tests.harness.kimi_peer import KimiRun, script, shell, text, usage
-from tests.harness.replay import WIRE_PROXY, session_ids
+from tests.harness.replay import WIRE_PROXY, cli_json, session_ids
 from tests.harness.scripted_client import Approval, ClientPlan, Prompt, run_client
 from wire_recorder.replay import ReplayOptions, replay_session
 
@@ -97,39 +97,43 @@ def chain_db(kimi_exe, tmp_path_factory):
     return db
 
 
-def test_a_resumed_session_ended_by_sigterm_replays_green_from_the_file(chain_db, tmp_path):
+def test_a_resumed_session_ended_by_sigterm_replays_green_from_the_file(chain_db, tmp_path,
+                                                                       kimi_exe):
     ids = session_ids(chain_db)
     with duckdb.connect(chain_db, read_only=True) as con:
         assert con.execute("SELECT exit_signal FROM sessions WHERE name = 'second'").fetchone() \
             == ("SIGTERM",)
-    run = KimiRun.create(SCRIPTS, tmp_root=tmp_path)  # a fresh HOME, no session in it
-    try:
-        argv = run.argv()  # the user's command: no -S (the recording says which to resume)
-        opts = ReplayOptions(frame_timeout=60)
-        result = replay_session(chain_db, argv, env=run.env(), cwd=str(run.workdir),
-                                session_id=ids["second"], options=opts)
-        assert result.ok, [d.headline() for d in result.divergences] + result.notes
-        assert [o.recording.name for o in result.origins] == ["first"]
-        assert result.stats.get("signals_sent") == 1 and result.agent_exit_code == -signal.SIGTERM
-        # the live commands got the recorded session id, nothing else from the recording
-        kimi_id = result.recording.command[-1]
-        assert result.argv == [*argv, "-S", kimi_id]
-        assert result.origins[0].argv == [*argv, "-S", kimi_id]
-        # without its origin in the file the same session replays red: the approval is asked
-        alone = tmp_path / "alone.db"
-        shutil.copy(chain_db, alone)
-        with duckdb.connect(str(alone)) as con:
-            for table in ("frames", "sessions"):
-                con.execute(f"DELETE FROM {table} WHERE session_id = ?", [ids["first"]])
-    finally:
-        run.cleanup()
+    # the user's command only, a fresh HOME, no scripts, no config: the recording says the rest
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    argv = [str(kimi_exe), "--wire"]
+    code, report = cli_json([chain_db, "--session", ids["second"], "--cwd", work,
+                             "--frame-timeout", "60", "--", *argv], env={"HOME": str(home)},
+                            timeout=300)
+    assert code == 0 and report["ok"], [report["divergences"], report["notes"],
+                                        [o["divergences"] for o in report["origins"]]]
+    assert [o["name"] for o in report["origins"]] == ["first"]
+    assert report["stats"].get("signals_sent") == 1
+    assert report["agent_exit_code"] == -signal.SIGTERM
+    # the live commands got the recorded session id, nothing else from the recording
+    with duckdb.connect(chain_db, read_only=True) as con:
+        (cmd,) = con.execute("SELECT command FROM sessions WHERE name = 'second'").fetchone()
+    kimi_id = json.loads(cmd)[-1]
+    assert report["command"] == [*argv, "-S", kimi_id]
+    assert report["origins"][0]["command"] == [*argv, "-S", kimi_id]
+    # without its origin in the file the same session replays red: the approval is asked
+    alone = tmp_path / "alone.db"
+    shutil.copy(chain_db, alone)
+    with duckdb.connect(str(alone)) as con:
+        for table in ("frames", "sessions"):
+            con.execute(f"DELETE FROM {table} WHERE session_id = ?", [ids["first"]])
     fresh = KimiRun.create(SCRIPTS, tmp_root=tmp_path)
     try:
         red = replay_session(str(alone), fresh.argv(), env=fresh.env(), cwd=str(fresh.workdir),
-                             options=opts)
+                             options=ReplayOptions(frame_timeout=60))
     finally:
         fresh.cleanup()
     assert not red.ok and not red.origins
     assert any(d.kind == "unmatched_request" and "ApprovalRequest Shell" in d.message
                for d in red.divergences), [d.headline() for d in red.divergences]
-

@@ -187,3 +187,24 @@ def test_an_agent_that_prints_garbage():
     out = p.stdout.decode()
     assert p.returncode == 1, out
     assert 'non-JSON frame "hello, I am not JSON"' in out
+
+
+def test_a_divergence_on_a_background_task_suggests_the_recorded_speed(tmp_path):
+    head = {"wire_transcript": 2, "session": {"name": "bg", "command": ["agent"],
+                                              "protocol": "wire"}}
+    init = {"jsonrpc": "2.0", "method": "initialize", "id": "init-1",
+            "params": {"protocol_version": "1.10"}}
+    done = {"jsonrpc": "2.0", "id": "init-1", "result": {"notice": "task bash-abcdef12 done"}}
+    rec = tmp_path / "bg.jsonl"
+    rec.write_text("\n".join(json.dumps(x) for x in (
+        head, {"dir": "c2a", "frame": init}, {"dir": "a2c", "frame": done},
+        {"dir": "proxy", "event": "client_eof", "data": {}})) + "\n")
+    live = json.dumps(dict(done, result={"notice": "task bash-12345678 still running"}))
+    agent = ["sh", "-c", f"read l; echo '{live}'; cat >/dev/null"]
+    p = run_cli([rec, "--", *agent], timeout=60)
+    out = p.stdout.decode()
+    assert p.returncode == 1, out + p.stderr.decode()
+    assert "hint: this may be timing: it involves a background task" in out, out
+    assert "try --speed 1" in out
+    p = run_cli([rec, "--speed", "1", "--", *agent], timeout=60)
+    assert p.returncode == 1 and "hint: this may be timing" not in p.stdout.decode()

@@ -352,3 +352,25 @@ def test_updates_after_a_cancel_may_be_cut_short_but_not_changed():
     assert diff([started, failed, done], [started, other, live_done], {3}, {2}) == (["changed"], 0)
     # without the cancel nothing is optional
     assert diff([started, failed, done], [started, live_done], set(), set()) == (["missing"], 0)
+
+
+# -- resumed sessions ----------------------------------------------------------------------------
+
+def test_only_a_plain_resume_flag_reaches_the_live_command():
+    from wire_recorder.replay.origins import resume_args, resume_flag
+    from wire_recorder.replay.recording import Recording
+
+    def rec(*args):
+        return Recording("x.db", {"command": ["/opt/kimi/bin/kimi", "--wire", *args]}, [], None)
+
+    live = ["kimi", "--wire", "--config-file", "c.toml"]
+    assert resume_flag(rec("-r", "abc-1")) == ("-S", "abc-1")
+    assert resume_flag(rec("--session=abc-1")) == ("-S", "abc-1")
+    assert resume_flag(rec("-S", "$(touch x)")) is None  # not a plain id: never carried over
+    # the origin kimi named itself gets the id its successor resumes; -C goes to a successor only
+    assert resume_args([rec(), rec("-S", "abc-1")], live) == [["-S", "abc-1"], ["-S", "abc-1"]]
+    assert resume_args([rec("-C")], live) == [[]]
+    assert resume_args([rec(), rec("-C", "--yolo")], live) == [[], ["-C"]]
+    # not for another program, nor when the live command names a session itself
+    assert resume_args([rec("-S", "abc-1")], ["other-agent"]) == [[]]
+    assert resume_args([rec("-S", "abc-1")], [*live, "-S", "mine"]) == [[]]
