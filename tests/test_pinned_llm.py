@@ -147,6 +147,39 @@ def test_only_the_model_is_swapped_in_the_users_config(tmp_path):
         pin.cleanup()
 
 
+def test_acp_offers_the_models_the_recording_offered(tmp_path):
+    """kimi acp lists its config's models in session/new (always-thinking ones as KEY,thinking,
+    others with a KEY,thinking variant when they can think): the pinned config has the
+    recorded ones, the user's details kept (checked against kimi acp 1.51 once by hand)."""
+    from wire_recorder.replay.agents.kimi import pinned_config, to_toml
+
+    offered = {"max_context_size": None, "current": "c,thinking", "models": [
+        {"id": "k,thinking", "name": "kimi-thinking-x"}, {"id": "c", "name": "kimi-for-coding"},
+        {"id": "c,thinking", "name": "kimi-for-coding (thinking)"}]}
+    user = {"default_model": "gone", "models": {"c": {"provider": "p", "model": "kimi-for-coding",
+                                                      "max_context_size": 5000,
+                                                      "display_name": "Mine"},
+                                                "gone": {"provider": "p", "model": "x",
+                                                         "max_context_size": 1}}}
+    got = tomllib.loads(to_toml(pinned_config(user, offered, "/s.json")))
+    assert (got["default_model"], got["default_thinking"]) == ("c", True)
+    assert got["models"] == {
+        "k": {"model": "kimi-thinking-x", "provider": "wire-replay-pinned",
+              "max_context_size": 100000},
+        "c": {"provider": "wire-replay-pinned", "model": "kimi-for-coding",
+              "max_context_size": 5000, "display_name": "Mine", "capabilities": ["thinking"]}}
+    # a config given inline (--config) is read and replaced by the scratch copy
+    rec = load(SAMPLES / "acp_tools.jsonl")
+    pin = pin_llm(rec, ["kimi", "--config", json.dumps(user), "acp"], {"HOME": str(tmp_path)})
+    assert isinstance(pin, KimiPin)
+    try:
+        assert pin.argv == ["kimi", "--config-file", pin.config_path, "acp"]
+        got = tomllib.loads(Path(pin.config_path).read_text(encoding="utf-8"))
+        assert list(got["models"]) == ["echo"] and got["default_model"] == "echo"
+    finally:
+        pin.cleanup()
+
+
 def _edited(src: Path, dest: Path, old: str, new: str) -> Path:
     text = src.read_text(encoding="utf-8")
     assert old in text
