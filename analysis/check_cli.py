@@ -10,23 +10,26 @@ import typer
 
 from wire_recorder.recorder.edge import entry
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+from .helpstyle import help_text, make_app
+
+app = make_app()
 
 
-@app.command()
+@app.command(help=help_text(
+    "Check every frame of recordings against their protocol's model (Wire: wire-recorder's "
+    "own; ACP and MCP: the peers' SDKs, from the `check` extra). Violations are listed with "
+    "their frame; frames of a method or type the protocol does not know are listed as "
+    "unknown. Exit 0: no violations; 1: violations.",
+    ["wire-check demo.db", "wire-check 'sessions/*.db' --session multi_step --json"]))
 def check_cmd(
     paths: list[str] = typer.Argument(..., metavar="PATH",
                                       help="recordings: .db, transcripts or kimi logs (.jsonl), "
                                            "globs, folders"),
     session: str | None = typer.Option(None, "--session", "-s",
-                                       help="only this session (id, id prefix or name)"),
+                                       help="only this session: its name, id, or a unique "
+                                            "prefix of either"),
     as_json: bool = typer.Option(False, "--json", help="the findings as JSON"),
 ) -> int:
-    """Check every frame of recordings against their protocol's model (Wire: wire-recorder's
-    own; ACP and MCP: the peers' SDKs, from the `check` extra). Violations are
-    listed with their frame; frames of a method or type the protocol does not know are listed
-    as unknown. Exit 0: no violations; 1: violations."""
     from wire_recorder.recorder.errors import SessionNotFound
 
     from .conformance import check_frames, has_model, sessions_of

@@ -14,6 +14,7 @@ import typer
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
 
+from .helpstyle import help_text, make_app
 from .output import ExportFormat, OutputFormat, SummaryFormat
 
 # each command's name, for its console script and its notes on stderr
@@ -21,23 +22,38 @@ QUERY, STATS, SHOW, IMPORT, EXPORT = ("wire-query", "wire-stats", "wire-show", "
                                       "wire-export")
 
 
-def _app(help_text: str) -> typer.Typer:
-    return typer.Typer(add_completion=False, help=help_text, no_args_is_help=False,
-                       pretty_exceptions_enable=False,
-                       context_settings={"help_option_names": ["-h", "--help"]})
+SESSION_HELP = "a session's name, id, or a unique prefix of either"
 
 
 # -- wire-query --------------------------------------------------------------------------------
-query_app = _app("Run SQL over recordings (files, globs, folders). The last argument is the SQL.")
+def _query_help() -> str:
+    from .catalog import view_list
+
+    return help_text(
+        "Run SQL over recordings (files, globs, folders, transcripts, kimi logs), read-only. "
+        "The last argument is the SQL.",
+        ["wire-query 'sessions/*.db' \"select * from sessions\" -f line",
+         "wire-query x.db \"select turn, total_tokens, status from turns\" -f ndjson",
+         "wire-query x.db \"select column_name, comment from duckdb_columns() "
+         "where table_name = 'turns'\""],
+        "Tables and views (one row per ...; columns: docs/analysis.md, or duckdb_columns()):\n\b\n"
+        + "\n".join(f"  {line}" for line in view_list().splitlines()))
 
 
-@query_app.command()
+query_app = make_app()
+
+
+@query_app.command(help=_query_help())
 def query_cmd(
     args: list[str] = typer.Argument(..., metavar="DB... SQL",
                                      help="recordings (.db, globs, folders, .jsonl), then the SQL"),
     fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f",
-                                     help="table, csv, json or markdown"),
-    max_cell: int = typer.Option(80, "--max-cell", help="shorten table cells to this width"),
+                                     help="table, line (a column per line), csv, json, ndjson "
+                                          "(a row per line) or markdown"),
+    max_cell: int = typer.Option(80, "--max-cell", help="table: shorten cells to this width"),
+    max_width: int | None = typer.Option(None, "--max-width", help="table: leave out middle "
+                                         "columns past this width (default: the terminal's; "
+                                         "piped output keeps them all)"),
     unsafe: bool = typer.Option(False, "--unsafe", help="let the SQL reach files (read_csv, "
                                 "COPY TO, ATTACH, extensions): your SQL can then read and write "
                                 "any file you can. Without it the recordings are read-only and "
@@ -51,27 +67,37 @@ def query_cmd(
                         'e.g. wire-query "sessions/*.db" "select * from turns"')
     cols, rows = query(args[:-1], args[-1], unsafe=unsafe)
     if cols:
-        render(cols, rows, fmt, max_cell=max_cell)
+        render(cols, rows, fmt, max_cell=max_cell, max_width=max_width)
 
 
 # -- wire-stats --------------------------------------------------------------------------------
-stats_app = _app("Summary of recordings: tokens, slowest tools, approval waits, errors.")
+stats_app = make_app()
 
 
-@stats_app.command()
+@stats_app.command(help=help_text(
+    "Summary of recordings: sessions, turns, steps, frames, tokens, slowest tools, waits for "
+    "the client, errors. History an agent re-sends (Wire replay) is not counted.",
+    ["wire-stats ~/.local/share/wire-recorder/sessions",
+     "wire-stats demo.db --session multi_step --format json"],
+    "Words: frames = messages between client and agent (stderr lines and proxy events apart); "
+    "input tokens = uncached + cache read + cache write."))
 def stats_cmd(
     dbs: list[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
     session: list[str] | None = typer.Option(None, "--session", "-s",
-                                                help="only this session (id or prefix); repeatable"),
+                                             help=f"only this session: {SESSION_HELP}; "
+                                                  "repeatable"),
     fmt: SummaryFormat = typer.Option(SummaryFormat.TABLE, "--format", "-f",
                                       help="table or json"),
 ):
+    from .output import Progress
     from .sources import open_workspace
-    from .stats import render_summary, summarize
+    from .stats import STEPS, render_summary, summarize
+    from .views import VIEW_NAMES
 
-    with open_workspace(dbs) as ws:
-        ids = [ws.resolve_session(s) for s in session] if session else None
-        summary = summarize(ws, ids)
+    with Progress("summarizing", total=len(VIEW_NAMES) + STEPS) as bar:
+        with open_workspace(dbs, progress=bar.step) as ws:
+            ids = [ws.resolve_session(s) for s in session] if session else None
+            summary = summarize(ws, ids, progress=bar.step)
     if fmt is SummaryFormat.JSON:
         import orjson
 
@@ -85,13 +111,18 @@ stats_main = entry(stats_app, STATS)
 
 
 # -- wire-show ---------------------------------------------------------------------------------
-show_app = _app("A session as a timeline: turns, steps, text, tool calls, approvals, tokens.")
+show_app = make_app()
 
 
-@show_app.command()
+@show_app.command(help=help_text(
+    "A session as a timeline: turns, steps, text, tool calls, approvals, tokens, errors; "
+    "or followed live while it is recorded; or an HTML report.",
+    ["wire-show demo.db --session multi_step",
+     "wire-show demo.db --follow --wait 30",
+     "wire-show demo.db --html report.html"]))
 def show_cmd(
     db: str = typer.Argument(..., metavar="DB", help="a recording (.db) or a transcript (.jsonl)"),
-    session: str | None = typer.Option(None, "--session", "-s", help="session id or prefix"),
+    session: str | None = typer.Option(None, "--session", "-s", help=SESSION_HELP),
     follow: bool = typer.Option(False, "--follow", "-F",
                                 help="tail a session that is still being recorded"),
     html_out: str | None = typer.Option(None, "--html", help="write a self-contained HTML "
@@ -101,6 +132,7 @@ def show_cmd(
     wait: float = typer.Option(0.0, "--wait", help="with --follow: wait this many seconds for "
                                "a recording to start"),
 ):
+    from .output import Progress
     from .output import console as make_console
     from .show import follow as follow_live
     from .show import show_frames
@@ -113,26 +145,33 @@ def show_cmd(
             return
         console.print("[dim](no live recording found; showing the file as it is)[/]")
     from .sources import open_workspace
+    from .views import VIEW_NAMES
 
-    with open_workspace([db], materialize=html_out is not None) as ws:
+    with Progress("reading", total=len(VIEW_NAMES) + 1) as bar, \
+            open_workspace([db], materialize=html_out is not None, progress=bar.step) as ws:
         sid = ws.resolve_session(session)
         if html_out:
             from .html_report import write_html
 
+            bar.step("writing the report")
             size = write_html(ws, sid, html_out)
             say(SHOW, f"wrote {html_out} ({size:,} bytes)")
             return
         from .export import _frames, _session_row
 
-        show_frames(_session_row(ws, sid), _frames(ws, sid), emit, width=width,
-                    show_text=not no_text)
+        row, frames = _session_row(ws, sid), _frames(ws, sid)
+    show_frames(row, frames, emit, width=width, show_text=not no_text)
 
 
 # -- wire-import -------------------------------------------------------------------------------
-import_app = _app("Import transcripts (.jsonl) and kimi session logs (wire.jsonl) into a DB.")
+import_app = make_app()
 
 
-@import_app.command()
+@import_app.command(help=help_text(
+    "Import transcripts (.jsonl) and kimi's own session logs (wire.jsonl) into a DB, with the "
+    "analysis views stored in it (and described: duckdb_columns() has a comment per column).",
+    ["wire-import ~/.kimi/sessions --db kimi.db",
+     "wire-import sample.jsonl"]))
 def import_cmd(
     inputs: list[str] = typer.Argument(..., metavar="FILE...", help="transcripts, kimi wire.jsonl "
                                        "files, kimi session folders, globs"),
@@ -149,7 +188,7 @@ def import_cmd(
             raise UsageError(f"{len(paths)} files to import: say where with --db X.db")
         db = os.path.splitext(paths[0])[0] + ".db"
     total = sum(os.path.getsize(p) for p in paths)
-    if quiet or len(paths) < 2 and total < (8 << 20):
+    if quiet or len(paths) < 2 and total < (8 << 20) or not sys.stderr.isatty():
         results = import_files(paths, db, replace=replace)
     else:
         from rich.progress import (
@@ -160,59 +199,81 @@ def import_cmd(
             TimeRemainingColumn,
         )
 
+        from .output import console as make_console
+
         with Progress(TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                      TextColumn("{task.fields[name]}", markup=False), transient=True) as bar:
+                      TextColumn("{task.fields[name]}", markup=False), transient=True,
+                      console=make_console(stderr=True)) as bar:
             task = bar.add_task("import", total=total, name="")
             results = import_files(paths, db, replace=replace,
                                    progress=lambda p, n: bar.update(task, advance=n,
                                                                     name=os.path.basename(p)))
     if not quiet:
         frames = sum(r["frames"] for r in results)
-        say(IMPORT, f"{len(results)} session(s), {frames:,} frames into {db}")
+        other = sum(r["other_rows"] for r in results)
+        say(IMPORT, f"{len(results)} session(s), {frames:,} frames"
+                    + (f" (and {other:,} stderr lines and proxy events)" if other else "")
+                    + f" into {db}")
 
 
 # -- wire-export -------------------------------------------------------------------------------
-export_app = _app("Export sessions: text transcript, JSONL, or Parquet partitioned by day.")
+export_app = make_app()
 
 
-@export_app.command()
+@export_app.command(help=help_text(
+    "Export sessions: the text transcript (what wire-replay and wire-import read), JSONL (a "
+    "frame per line, payload parsed), or Parquet partitioned by day. Several sessions (all of "
+    "the file's by default) go to a folder, one file each, named after the session.",
+    ["wire-export demo.db --session multi_step -o multi_step.jsonl",
+     "wire-export demo.db -o transcripts/",
+     "wire-export 'sessions/**/*.db' --format parquet --out mirror/wire"]))
 def export_cmd(
     dbs: list[str] = typer.Argument(..., metavar="DB...", help="recordings (.db, globs, folders)"),
     fmt: ExportFormat = typer.Option(ExportFormat.TRANSCRIPT, "--format", "-f",
                                      help="transcript (default), jsonl or parquet"),
-    out: str | None = typer.Option(None, "--out", "-o", help="output file (transcript, "
-                                      "jsonl; default stdout) or folder (parquet, required)"),
-    session: list[str] | None = typer.Option(None, "--session", "-s", help="session id or "
-                                                "prefix; repeatable (parquet: default all)"),
+    out: str | None = typer.Option(None, "--out", "-o", help="output file (one session; default "
+                                   "stdout), or folder (several sessions, a folder that exists, "
+                                   "a path ending in /; parquet: required)"),
+    session: list[str] | None = typer.Option(None, "--session", "-s",
+                                             help=f"{SESSION_HELP}; repeatable (default: all)"),
 ):
-    from .export import export_file, export_parquet, write_jsonl, write_transcript
+    from .export import export_file, export_parquet, export_sessions, write_jsonl, write_transcript
+    from .output import Progress
     from .sources import open_workspace
 
     # the workspace is locked like wire-query's: Parquet goes to --out, and nowhere else
     with open_workspace(dbs, materialize=False, out_dir=out if fmt is ExportFormat.PARQUET
                         else None) as ws:
+        ids = [ws.resolve_session(s) for s in session] if session else ws.session_ids()
+        if not ids:
+            raise UsageError(f"{ws.where()}: no sessions recorded")
         if fmt is ExportFormat.PARQUET:
             if not out:
                 raise UsageError("--format parquet needs --out FOLDER")
-            ids = [ws.resolve_session(s) for s in session] if session else ws.session_ids()
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            with Progress(TextColumn("exporting"), BarColumn(), MofNCompleteColumn(),
-                          transient=True, disable=len(ids) < 5) as bar:
-                task = bar.add_task("export", total=len(ids))
-                files = export_parquet(ws, out, ids, progress=lambda _: bar.advance(task))
+            with Progress("exporting", total=len(ids)) as bar:
+                files = export_parquet(ws, out, ids, progress=bar.step)
             say(EXPORT, f"{len(files)} session(s) into {out}/frames and {out}/sessions "
                         "(partitioned by day)")
             return
-        if session and len(session) > 1:
-            raise UsageError(f"--format {fmt.value} writes one session", "give one --session")
-        sid = ws.resolve_session(session[0] if session else None)
         writer = write_transcript if fmt is ExportFormat.TRANSCRIPT else write_jsonl
-        if out and out != "-":
-            n = export_file(writer, ws, sid, out)
-            say(EXPORT, f"session {sid}, {n:,} frames into {out}")
+        to_folder = bool(out) and (os.path.isdir(str(out)) or str(out).endswith(os.sep))
+        if len(ids) > 1 and not to_folder:
+            if fmt is ExportFormat.JSONL and (not out or out == "-"):
+                pass  # JSONL lines carry their session: one stream holds them all
+            else:
+                raise UsageError(f"{len(ids)} sessions to export: give -o FOLDER/ (a file each)"
+                                 " or one --session NAME")
+        if to_folder:
+            suffix = ".jsonl" if fmt is ExportFormat.TRANSCRIPT else ".frames.jsonl"
+            with Progress("exporting", total=len(ids)) as bar:
+                done = export_sessions(writer, ws, ids, str(out), suffix, progress=bar.step)
+            say(EXPORT, f"{len(done)} session(s), {sum(n for _, _, n in done):,} rows into {out}")
+        elif out and out != "-":
+            n = export_file(writer, ws, ids[0], out)
+            say(EXPORT, f"session {ids[0]}, {n:,} rows into {out}")
         else:
-            writer(ws, sid, sys.stdout.buffer)
+            for sid in ids:
+                writer(ws, sid, sys.stdout.buffer)
             sys.stdout.flush()
 
 

@@ -26,6 +26,7 @@ from wire_recorder.recorder.model import COLUMNS, Frame
 from wire_recorder.recorder.paths import make_private_dirs, open_private
 from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
 from wire_recorder.recorder.transcript import write_session
+from wire_recorder.recorder.workdir import read_manifest
 
 from .sources import Workspace, _sql_str
 
@@ -75,7 +76,9 @@ def _copy_frames_with_blobs(ws: Workspace, sid: str, fpath: str) -> None:
 
 
 def write_transcript(ws: Workspace, sid: str, out) -> int:
-    return write_session(_session_row(ws, sid), _frames(ws, sid), out)
+    source = _source_file(ws, sid)  # the work dir's files are in the recording, not the views
+    workdir = None if os.path.isdir(source) else read_manifest(source, sid)
+    return write_session(_session_row(ws, sid), _frames(ws, sid), out, workdir=workdir)
 
 
 def jsonl_record(f: Frame, mono_start_ns: int) -> dict:
@@ -180,3 +183,32 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
         if progress:
             progress(sid)
     return written
+
+
+def file_stems(ws: Workspace, session_ids: list[str]) -> dict[str, str]:
+    """A file name stem per session: its name when that is unique among them, else its id;
+    characters other than letters, digits, `-_.` become `_`."""
+    rows = dict(ws.con.execute("SELECT session_id, name FROM sessions").fetchall())
+    names = [rows.get(s) for s in session_ids]
+    out = {}
+    for sid, name in zip(session_ids, names, strict=True):
+        stem = name if name and names.count(name) == 1 else sid
+        out[sid] = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).lstrip(".") or "_"
+    return out
+
+
+def export_sessions(writer: Callable[[Workspace, str, IO[bytes]], int], ws: Workspace,
+                    session_ids: list[str], folder: str, suffix: str,
+                    progress: Callable[[str], None] | None = None) -> list[tuple[str, str, int]]:
+    """Each session into FOLDER/<stem><suffix> (file_stems); returns (session, path, frames)."""
+    try:
+        make_private_dirs(folder)
+    except OSError as e:
+        raise OutputError(f"cannot make {folder}: {e.strerror}") from None
+    done = []
+    for sid, stem in file_stems(ws, session_ids).items():
+        path = os.path.join(folder, stem + suffix)
+        done.append((sid, path, export_file(writer, ws, sid, path)))
+        if progress:
+            progress(sid)
+    return done

@@ -217,8 +217,11 @@ def import_files(paths: list[str], db: str, replace: bool = False,
                                                           enabled=redact))
                 source = session.get("source") or "transcript"
                 sid = store_session(store, session, frames, source, replace=replace)
-                results.append({"path": path, "session_id": sid, "frames": len(frames),
-                                "source": source})
+                # "frames" means what it means in wire-stats (sessions.frame_count): the
+                # messages between client and agent; stderr lines and proxy events apart
+                messages = sum(1 for f in frames if f.direction in ("c2a", "a2c"))
+                results.append({"path": path, "session_id": sid, "frames": messages,
+                                "other_rows": len(frames) - messages, "source": source})
                 if progress:
                     progress(path, os.path.getsize(path))
     except BaseException:

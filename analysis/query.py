@@ -31,13 +31,15 @@ def run_sql(ws: Workspace, sql: str, unsafe: bool = False) -> tuple[list[str], l
                              f"{first}", UNSAFE_HINT) from None
         raise QueryError(f"SQL error: {first}",
                          "views: sessions, frames, turns, steps, token_usage, tool_calls, "
-                         "requests, errors, anomalies (see docs/analysis.md)") from None
+                         "requests, errors, anomalies (wire-query --help)") from None
     if cur.description is None:
         return [], []
     cols = [d[0] for d in cur.description]
     return cols, cur.fetchall()
 
 
+# SQL that reads the catalog gets the views' comments (a few ms, so only then)
+CATALOG = re.compile(r"\b(duckdb_columns|duckdb_views|duckdb_tables|comment)\b", re.I)
 DERIVED = re.compile(r"\b(" + "|".join(VIEW_NAMES) + r")\b", re.I)
 
 
@@ -45,4 +47,8 @@ def query(specs: list[str], sql: str, unsafe: bool = False) -> tuple[list[str], 
     # Computing wr_events once pays off only when a derived view is read; a query over `frames`
     # alone should not wait for it.
     with open_workspace(specs, materialize=bool(DERIVED.search(sql)), unsafe=unsafe) as ws:
+        if CATALOG.search(sql):
+            from .catalog import add_comments
+
+            add_comments(ws.con, temp=True)  # what each view and column means, as in files
         return run_sql(ws, sql, unsafe=unsafe)

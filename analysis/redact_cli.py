@@ -8,10 +8,11 @@ import typer
 
 from wire_recorder.recorder.edge import entry, say
 
+from .helpstyle import help_text, make_app
+
 PROG = "wire-redact"
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = make_app()
 
 
 def _in_folder(folder: str) -> list[str]:
@@ -24,7 +25,13 @@ def _keep(path: str) -> bool:
     return path.endswith((".db", ".jsonl"))
 
 
-@app.command()
+@app.command(help=help_text(
+    "Redact secrets in existing recordings, with the rules wire-proxy applies on capture (the "
+    "project's config, found from each file's folder upwards, and --config). Each file is "
+    "rewritten so that the old bytes are gone from it: a new file (0600) replaces it, and a "
+    ".db's .blobs sidecar with it. Exit 0: done; 2: a file could not be read or written (the "
+    "others are still done).",
+    ["wire-redact sessions/ --dry-run", "wire-redact x.db --config wire-recorder.toml"]))
 def redact_cmd(
     paths: list[str] = typer.Argument(..., metavar="PATH...",
                                       help="recordings (.db, with their .blobs) and transcripts "
@@ -35,11 +42,6 @@ def redact_cmd(
                                       help="extra rules: a wire-recorder.toml, or a "
                                            "pyproject.toml with [tool.wire-recorder]"),
 ) -> int:
-    """Redact secrets in existing recordings, with the rules wire-proxy applies on capture (the
-    project's config, found from each file's folder upwards, and --config). Each file is
-    rewritten so that the old bytes are gone from it: a new file (0600) replaces it, and a
-    .db's .blobs sidecar with it. Exit 0: done; 2: a file could not be read or written (the
-    others are still done)."""
     from wire_recorder.recorder.errors import UserError
 
     from .inputs import expand

@@ -136,7 +136,9 @@ def header(session: dict) -> str:
             cmd = " ".join(orjson.loads(cmd))
         except (orjson.JSONDecodeError, TypeError):
             pass
-    return (f"[bold]session {esc(session.get('session_id'))}[/] "
+    from wire_recorder.recorder.sessions import label
+
+    return (f"[bold]session {esc(label(session))}[/] "
             f"started {esc(session.get('started_at'))} ({esc(session.get('source') or '?')}, "
             f"protocol {esc(session.get('protocol') or '?')} {esc(session.get('protocol_version') or '')})"
             + (f"\n[dim]{esc(short(cmd, 120))}[/]" if cmd else ""))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -148,11 +149,12 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 def open_workspace(specs: list[str], memory_limit: str = "2GB",
                    materialize: bool = True, unsafe: bool = False,
-                   out_dir: str | None = None) -> Workspace:
+                   out_dir: str | None = None,
+                   progress: Callable[[str], None] | None = None) -> Workspace:
     """Attach every input and install the views. Raises UserError subclasses for bad input.
     materialize: compute the shared `wr_events` once (worth it whenever a derived view is read).
     Then SQL on the connection has no file access (`lock`) unless `unsafe`; `out_dir` is the one
-    folder it may write (wire-export's Parquet)."""
+    folder it may write (wire-export's Parquet). progress: called per view made (install_views)."""
     if not specs:
         raise NoRecordings("no recordings given", "pass one or more .db files or a glob")
     paths = expand_inputs(specs)
@@ -201,7 +203,8 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
         con.execute("CREATE TEMP VIEW sessions AS " + "\nUNION ALL ".join(session_parts))
         # the inputs are read-only: the protocols seen now are all the views will ever see
         present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
-        install_views(con, temp=True, materialize=materialize, protocols=present)
+        install_views(con, temp=True, materialize=materialize, protocols=present,
+                      progress=progress)
         if out_dir is not None:
             readable.append(os.path.join(os.path.abspath(out_dir), ""))
         if readable:

@@ -7,6 +7,7 @@ requests are grouped by protocol too: a Wire `Shell` and an ACP `Shell` are diff
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,18 +47,28 @@ def _where(session_ids: list[str] | None) -> tuple[str, list]:
     return f" WHERE session_id IN ({', '.join('?' * len(session_ids))})", list(session_ids)
 
 
-def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
+# the steps summarize reports to its progress callback
+STEPS = 6
+
+
+def summarize(ws: Workspace, session_ids: list[str] | None = None,
+              progress: Callable[[str], None] | None = None) -> Summary:
     con = ws.con
     w, p = _where(session_ids)
+    step = progress or (lambda _name: None)
     # The views are expensive to recompute for each question; one pass each into temp tables
     # (a few hundred thousand rows at most, streamed text excluded) keeps the whole summary fast.
     # History an agent re-sends (Wire `replay`, a reopened ACP session) happened in an earlier
     # run: marked in the views, counted nowhere here.
     live = f"{w}{' AND' if w else ' WHERE'} NOT history"
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{live}", p)
+    step("turns")
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls{live}", p)
+    step("tool calls")
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{live}", p)
+    step("requests")
     con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT * FROM errors{w}", p)
+    step("errors")
 
     sess = con.execute(
         f"SELECT count(*), min(started_at), max(coalesce(ended_at, started_at)), "
@@ -80,26 +91,32 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
         "turns_not_finished": unfinished or 0,
     }
     overview["protocols"] = _by_protocol(con, w, p)
+    from wire_recorder.recorder.sessions import label
+
+    overview["session_names"] = [label({"session_id": sid, "name": name}) for sid, name in
+                                 con.execute(f"SELECT session_id, name FROM sessions{w} "
+                                             "ORDER BY started_at, session_id", p).fetchall()]
     s = Summary(overview)
 
     many = (sess[0] or 0) > 1
-    key = "session_id, turn" if many else "turn"
+    key = "session_id, name, turn" if many else "turn"
     turn_rows = con.execute(f"""
         SELECT {key}, status, steps, input_other + input_cache_read + input_cache_creation,
             input_cache_read, output, total_tokens,
             round(input_cache_read / nullif(input_other + input_cache_read + input_cache_creation, 0), 3),
             left(regexp_replace(coalesce(user_input, ''), '\\s+', ' ', 'g'), 30)
         FROM st_turns ORDER BY total_tokens DESC, {key} LIMIT {TOP_TURNS}""").fetchall()
-    cols = (["session", "turn"] if many else ["turn"]) + [
+    cols = (["session", "name", "turn"] if many else ["turn"]) + [
         "status", "steps", "input", "cache_read", "output", "total", "cache_hit", "user_input"]
     if not many:
         turn_rows.sort(key=lambda r: r[0])
     note = None
     if n_turns > TOP_TURNS:
         note = f"the {TOP_TURNS} of {n_turns} turns with most tokens"
-    turn_rows.append(tuple(["total"] + ([""] if many else []) + [
+    turn_rows.append(tuple(["total"] + (["", ""] if many else []) + [
         "", steps or 0, inp, i_read or 0, out or 0, total or 0, overview["cache_hit_ratio"], ""]))
     s.tables.append(Table("tokens per turn", cols, turn_rows, note))
+    step("tables")
 
     tools = con.execute(f"""
         SELECT protocol, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
@@ -133,6 +150,7 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None) -> Summary:
     counts = con.execute("SELECT source, count(*) FROM st_errors GROUP BY 1 ORDER BY 2 DESC").fetchall()
     overview["errors"] = {k: v for k, v in counts}
     s.tables.append(Table("errors", ["source", "code", "message", "count"], errs))
+    step("")
     return s
 
 
@@ -184,6 +202,14 @@ def _protocol_line(protos: dict[str, dict]) -> str:
     return "protocols: " + "; ".join(parts)
 
 
+def _sessions_title(o: dict) -> str:
+    names = o.get("session_names") or []
+    if o["sessions"] == 1 and names:
+        return f"session {names[0]}"
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return f"{o['sessions']} sessions" + (f" ({shown})" if shown else "")
+
+
 def render_summary(s: Summary, out=None) -> None:
     from wire_recorder.recorder.protocols.render import esc
 
@@ -200,11 +226,12 @@ def render_summary(s: Summary, out=None) -> None:
     tokens = o["total_tokens"] or any(registry.for_session(p).reports_tokens
                                       for p in o.get("protocols", {None: 1}))
     console.print(
-        f"[bold]{o['sessions']} session(s)[/], {o['turns']} turns, {o['steps']} steps, "
-        f"{o['frames']} frames\n"
-        + (f"tokens: [bold]{o['total_tokens']:,}[/] total = input {o['input_tokens']:,} "
-           f"(cache read {o['input_cache_read']:,}, cache write {o['input_cache_creation']:,}) + "
-           f"output {o['output_tokens']:,}; cache hit ratio [bold]{ratio}[/]"
+        f"[bold]{esc(_sessions_title(o))}[/], {o['turns']} turns, {o['steps']} steps, "
+        f"{o['frames']:,} frames\n"
+        + (f"tokens: [bold]{o['total_tokens']:,}[/] = input {o['input_tokens']:,} "
+           f"(uncached {o['input_other']:,}, cache read {o['input_cache_read']:,}, "
+           f"cache write {o['input_cache_creation']:,}) + output {o['output_tokens']:,}; "
+           f"cache hit ratio [bold]{ratio}[/]"
            + (f"; subagents {o['subagent_tokens']:,}" if o["subagent_tokens"] else "") + "\n"
            if tokens else "")
         + f"errors: {errors}"

@@ -41,7 +41,7 @@ installs the views into files named after every qualifier used in the SQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.resources import files
 
 import duckdb
@@ -135,20 +135,28 @@ def sql_texts() -> Iterator[str]:
 
 
 def install_views(con: duckdb.DuckDBPyConnection, temp: bool = False,
-                  materialize: bool = False, protocols: set[str | None] | None = None) -> None:
+                  materialize: bool = False, protocols: set[str | None] | None = None,
+                  progress: Callable[[str], None] | None = None) -> None:
     """Create (or replace) every analysis view and the macros they use. temp=True keeps them in
     the connection only, which is how read-only files and unions of files get them; otherwise
     they are stored in the connection's database with VIEWS_VERSION in its meta table.
     materialize=True (with temp) computes `wr_events` (and `wr_rpc`, `wr_rounds`) once into temp
     tables: every other view reads them several times, and at a million frames each
     recomputation costs a scan of the payload column. protocols (only with temp): see
-    `adapters_for`; a Wire-only workspace plans and runs Wire's SQL alone."""
+    `adapters_for`; a Wire-only workspace plans and runs Wire's SQL alone. progress: called
+    with each view's name once it is made (the materialized ones take the time)."""
     adapters = adapters_for(protocols if temp else None)
     for text in macro_sql(temp, adapters):
         con.execute(text)
     for name in VIEW_NAMES:
         con.execute(view_sql(name, temp, materialize, adapters))
+        if progress:
+            progress(name)
     if not temp:
+        from .catalog import add_comments
+
+        # what each view and column means, for any DuckDB that opens the file
+        add_comments(con, temp=False)
         con.execute("INSERT OR REPLACE INTO meta VALUES ('analysis_views', ?)", [VIEWS_VERSION])
 
 

@@ -491,7 +491,7 @@ def test_sql_files_are_named_after_views():
     out, so every one must be a view's part (or its macros)."""
     root = Path(__file__).resolve().parents[1]
     known = {"macros", *VIEW_NAMES}
-    assert {p.stem for p in (root / "analysis" / "sql").glob("*.sql")} == known
+    assert {p.stem for p in (root / "analysis" / "sql").glob("*.sql")} == known | {"comments"}
     parts = {p.relative_to(root).as_posix() for p in (root / "recorder" / "protocols").glob("*/*.sql")}
     assert parts and all(Path(p).stem in known for p in parts), parts
     assert "recorder/protocols/acp/tool_calls.sql" in parts
@@ -505,6 +505,25 @@ def test_sql_has_no_chained_json_arrows():
     for sql in sql_texts():
         code = re.sub(r"--[^\n]*", "", sql)
         assert not re.search(rf"->\s*(?:'[^']*'|\d+)\s*{step}", code), code
+
+
+def test_stored_views_and_columns_are_described(samples):
+    """A file analysis wrote explains itself in any DuckDB: every view people query and each
+    of its columns (and the recorder's tables) has a comment."""
+    db, _, _ = samples
+    con = duckdb.connect(db, read_only=True)
+    try:
+        bare = con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+            "current_database() AND NOT starts_with(table_name, 'wr_') AND table_name NOT IN "
+            "('meta', 'workdir_files') AND comment IS NULL").fetchall()
+        views = dict(con.execute("SELECT view_name, comment FROM duckdb_views() "
+                                 "WHERE NOT internal AND NOT starts_with(view_name, 'wr_')").fetchall())
+    finally:
+        con.close()
+    assert bare == []
+    assert set(views) == {"turns", "steps", "token_usage", "tool_calls", "requests", "errors",
+                          "anomalies"} and all(views.values()), views
 
 
 def test_stored_views_equal_workspace_views(samples):

@@ -222,9 +222,11 @@ class WireTimeline(Renderer):
             if self._turn:
                 self._turn["tokens"] = self._turn.get("tokens", 0) + n
             ctx = p.get("context_usage")
-            return [f"{t}      {indent}[dim]tokens {n:,}: input {count(u.get('input_other')):,}, cache read "
-                    f"{count(u.get('input_cache_read')):,}, "
-                    f"cache write {count(u.get('input_cache_creation')):,}, "
+            other, read = count(u.get("input_other")), count(u.get("input_cache_read"))
+            write = count(u.get("input_cache_creation"))
+            # the words of wire-stats and the docs: input = uncached + cache read + cache write
+            return [f"{t}      {indent}[dim]tokens {n:,}: input {other + read + write:,} "
+                    f"(uncached {other:,}, cache read {read:,}, cache write {write:,}), "
                     f"output {count(u.get('output')):,}"
                     + (f"; context {_num(ctx):.1%}" if ctx is not None else "") + "[/]"]
         if mt == "ApprovalResponse":
@@ -264,8 +266,9 @@ class WireTimeline(Renderer):
         return [f"[bold]total[/]: {s.turns} turns, {s.steps} steps, {s.tool_calls} tool calls "
                 f"({s.tool_errors} failed), {s.approvals} approvals (human wait {fmt_ms(s.approval_wait_ms)}), "
                 f"{s.errors} errors{odd}",
-                f"[bold]tokens[/]: {s.total:,} = input {s.input_other:,} + cache read {s.cache_read:,} "
-                f"+ cache write {s.cache_creation:,} + output {s.output:,}; cache hit ratio {ratio}"]
+                f"[bold]tokens[/]: {s.total:,} = input {inp:,} (uncached {s.input_other:,}, "
+                f"cache read {s.cache_read:,}, cache write {s.cache_creation:,}) + output "
+                f"{s.output:,}; cache hit ratio {ratio}"]
 
 
 # the name the adapter looks for (Adapter.timeline)
