@@ -180,6 +180,27 @@ def test_acp_offers_the_models_the_recording_offered(tmp_path):
         pin.cleanup()
 
 
+def test_paths_under_the_recorded_work_dir_are_the_live_ones(tmp_path):
+    src = SAMPLES / "multi_step.jsonl"
+    edited = tmp_path / "paths.jsonl"
+    edited.write_text(src.read_text(encoding="utf-8").replace(
+        '"arguments":"{\\"command\\": \\"echo step one\\"}"',
+        '"arguments":"{\\"command\\": \\"ls ${scratch}/work/sub\\"}"', 1).replace(
+        '"text":"Now step two."', '"text":"Now ${scratch}/work, not ${scratch}/workshop."', 1),
+        encoding="utf-8")
+    rec = load(edited)
+    assert rec.cwd and os.path.isabs(rec.cwd)
+    pin = pin_llm(rec, ["kimi", "--wire", "-w", "w"], {"HOME": str(tmp_path)})
+    assert isinstance(pin, KimiPin)
+    try:
+        pin.use(rec, rec.cwd, "/live")
+        first, second = (parse(s)[2] for s in pin.scripts()[:2])
+        assert json.loads(first[-1][3]) == {"command": "ls /live/w/sub"}
+        assert second[1] == ("text", f"Now /live/w, not {os.path.dirname(rec.cwd)}/workshop.")
+    finally:
+        pin.cleanup()
+
+
 def _edited(src: Path, dest: Path, old: str, new: str) -> Path:
     text = src.read_text(encoding="utf-8")
     assert old in text
