@@ -94,6 +94,8 @@ def pytest_runtest_call(item: pytest.Item):
     # its teardown), and a recording is kept only when the test passed
     try:
         result = yield
+    except pytest.skip.Exception:
+        raise  # nothing ran to check or keep
     except BaseException:
         for check in item.stash.get(_CHECKS, []):
             check(item, False)
