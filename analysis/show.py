@@ -163,10 +163,33 @@ def show_frames(session: dict, frames: Iterable[Frame], emit: Callable[[str], No
 
 # -- following a live recording -----------------------------------------------------------------
 def find_spools(db: str, session: str | None) -> list[str]:
+    """The spools of sessions being recorded into db, oldest first; with `session`, those whose
+    session it names (name or id, exactly, else the start of either; a name used again names
+    the newest run last)."""
     spools = sorted(glob.glob(glob.escape(db) + ".*.spool"), key=os.path.getmtime)
-    if session:
-        spools = [s for s in spools if s[len(db) + 1:-len(".spool")].startswith(session)]
-    return spools
+    if not session:
+        return spools
+    metas = []
+    for path in spools:
+        sid = path[len(db) + 1:-len(".spool")]
+        metas.append((path, sid, _spool_name(path)))
+    exact = [p for p, sid, name in metas if session in (sid, name)]
+    return exact or [p for p, sid, name in metas
+                     if sid.startswith(session) or (name or "").startswith(session)]
+
+
+def _spool_name(path: str) -> str | None:
+    from wire_recorder.recorder.spool import SpoolError, SpoolReader
+
+    try:
+        reader = SpoolReader(path)
+    except (OSError, SpoolError, ValueError):
+        return None
+    try:
+        name = reader.meta.get("name")
+        return name if isinstance(name, str) else None
+    finally:
+        reader.close()
 
 
 def follow(db: str, session: str | None, emit: Callable[[str], None], width: int = 100,
@@ -192,7 +215,8 @@ def follow(db: str, session: str | None, emit: Callable[[str], None], width: int
     ing = Ingest(None, meta)  # used only to split and classify; it never touches a store here
     tl = Timeline(width=width, show_text=show_text, start_ns=meta.get("mono_start_ns"),
                   protocol=meta.get("protocol"))
-    emit(header({"session_id": meta.get("session_id"), "started_at": "(live)",
+    emit(header({"session_id": meta.get("session_id"), "name": meta.get("name"),
+                 "started_at": "(live)",
                  "command": orjson.dumps(meta.get("command") or []).decode(),
                  "source": "live spool", "protocol": meta.get("protocol")}))
     how = "ended"
