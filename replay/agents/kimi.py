@@ -117,9 +117,12 @@ def _one_line(rec: Recording, call: Mapping[str, Any], what: str, value: str,
 
 
 def _quoted(value: str) -> str:
-    # the parser strips the line and then one pair of matching quotes: quoting keeps leading
-    # and trailing spaces and quotes of the value itself
-    return f'"{value}"'
+    # the parser strips the line and then one pair of matching quotes: quoting keeps the
+    # spaces around a value and quotes of its own
+    if not value or value != value.strip() or \
+            (len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"):
+        return f'"{value}"'
+    return value
 
 
 def _json(v: Any) -> str:
