@@ -81,6 +81,12 @@ def test_record_mode_all_rerecords_against_the_current_agent(pytester, tmp_path)
     res.assert_outcomes(passed=1)
     assert f"unchanged {target}" in res.stdout.str()
     assert target.read_bytes() == before
+    # rewrite: the live run is written whatever the comparison says
+    target.write_bytes((DATA / "approve_shell.format1.jsonl").read_bytes())
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--wire-record-mode=rewrite")
+    res.assert_outcomes(passed=1)
+    assert f"rewritten {target}" in res.stdout.str()
+    assert target.read_bytes() == before
 
 
 def test_unknown_record_mode_is_a_usage_error(pytester):
