@@ -59,13 +59,16 @@ def query_cmd(
                                 "any file you can. Without it the recordings are read-only and "
                                 "the SQL sees nothing else"),
 ):
-    from .output import render
+    from .output import Progress, render
     from .query import query
 
     if len(args) < 2:
         raise UsageError("give at least one recording and the SQL",
                         'e.g. wire-query "sessions/*.db" "select * from turns"')
-    cols, rows = query(args[:-1], args[-1], unsafe=unsafe)
+    from .views import VIEW_NAMES
+
+    with Progress("querying", total=len(VIEW_NAMES) + 1) as bar:
+        cols, rows = query(args[:-1], args[-1], unsafe=unsafe, progress=bar.step)
     if cols:
         render(cols, rows, fmt, max_cell=max_cell, max_width=max_width)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import duckdb
 
@@ -43,10 +44,12 @@ CATALOG = re.compile(r"\b(duckdb_columns|duckdb_views|duckdb_tables|comment)\b",
 DERIVED = re.compile(r"\b(" + "|".join(VIEW_NAMES) + r")\b", re.I)
 
 
-def query(specs: list[str], sql: str, unsafe: bool = False) -> tuple[list[str], list[tuple]]:
+def query(specs: list[str], sql: str, unsafe: bool = False,
+          progress: Callable[[str], None] | None = None) -> tuple[list[str], list[tuple]]:
     # Computing wr_events once pays off only when a derived view is read; a query over `frames`
     # alone should not wait for it.
-    with open_workspace(specs, materialize=bool(DERIVED.search(sql)), unsafe=unsafe) as ws:
+    with open_workspace(specs, materialize=bool(DERIVED.search(sql)), unsafe=unsafe,
+                        progress=progress) as ws:
         if CATALOG.search(sql):
             from .catalog import add_comments
 
