@@ -872,13 +872,15 @@ class _AgentReplay:
                for v in (d.expected, d.got) if v is not None):
             why = "it involves a background task, whose completion the recorded client waited for"
         else:
-            waited = [s for s in self.steps if s.msg is not None and s.gap_agent >= TIMING_GAP_S
-                      and s.msg.method not in self.adapter.racy_methods
-                      and (first.index < 0 or s.pos <= first.index)]
-            if not waited:
+            # the client frame just before the diverging one, if the recorded client sent it
+            # only after waiting on a silent agent (what it waited for may come later live)
+            before = [s for s in self.steps if s.msg is not None and s.pos <= first.index]
+            last = before[-1] if before and first.index >= 0 else None
+            if last is None or last.gap_agent < TIMING_GAP_S or \
+                    last.msg is None or last.msg.method in self.adapter.racy_methods:
                 return None
-            why = (f"the recorded client waited {waited[-1].gap_agent:.1f}s on a silent agent "
-                   f"before it {waited[-1].label()}")
+            why = (f"the recorded client waited {last.gap_agent:.1f}s on a silent agent before "
+                   f"it {last.label()}")
         return f"this may be timing: {why}; try --speed 1 (keep the recorded gaps)"
 
 

@@ -161,7 +161,9 @@ class RequestBook:
             if failed:
                 i = self.match_on.index(failed[0])
                 old, new = orjson.loads(e.parts[i]), orjson.loads(parts[i])
-                diffs = field_diff(old, new, limit=1) if isinstance(old, (dict, list)) else []
+                diffs = field_diff(old, new, limit=1) if isinstance(old, (dict, list)) or \
+                    (isinstance(old, str) and isinstance(new, str)
+                     and max(len(old), len(new)) > 60) else []
                 # the first differing field says more than the start of two long payloads
                 detail = (f"{failed[0]}: {diffs[0]}" if diffs else
                           f"{failed[0]}: recorded {_short(old, 60)}, live {_short(new, 60)}")
