@@ -10,7 +10,7 @@ import re
 import duckdb
 import pytest
 
-from tests.harness.replay import SAMPLES, WIRE_REPLAY, assert_one_line_error, run_cli
+from tests.harness.replay import SAMPLES, WIRE_REPLAY, assert_one_line_error, cli_json, run_cli
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import import_transcript
@@ -208,3 +208,28 @@ def test_a_divergence_on_a_background_task_suggests_the_recorded_speed(tmp_path)
     assert "try --speed 1" in out
     p = run_cli([rec, "--speed", "1", "--", *agent], timeout=60)
     assert p.returncode == 1 and "hint: this may be timing" not in p.stdout.decode()
+
+
+def test_a_client_that_closed_and_then_terminated_the_agent_replays_green(tmp_path):
+    # an IDE closing the agent: EOF, then SIGTERM to an agent that had not exited yet
+    head = {"wire_transcript": 2, "session": {"name": "term", "command": ["agent"],
+                                              "protocol": "wire", "exit_code": 143,
+                                              "exit_signal": "SIGTERM"}}
+    init = {"jsonrpc": "2.0", "method": "initialize", "id": "init-1",
+            "params": {"protocol_version": "1.10"}}
+    resp = {"jsonrpc": "2.0", "id": "init-1", "result": {}}
+    rec = tmp_path / "term.jsonl"
+    lines = [head, {"dir": "c2a", "frame": init}, {"dir": "a2c", "frame": resp},
+             {"dir": "proxy", "event": "client_eof", "data": {}},
+             {"dir": "proxy", "event": "signal", "data": {"signal": "SIGTERM"}},
+             {"dir": "proxy", "event": "exit", "data": {"signal": "SIGTERM"}}]
+    rec.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lingers = ["sh", "-c", f"read l; echo '{json.dumps(resp)}'; exec sleep 60"]
+    code, report = cli_json([rec, "--frame-timeout", "20", "--", *lingers], timeout=60)
+    assert code == 0 and report["ok"], report["divergences"]
+    assert report["stats"]["signals_sent"] == 1 and report["agent_exit_code"] == -15
+    # an agent that ends otherwise on the signal is compared with the recorded signal in mind
+    code, report = cli_json([rec, "--", "sh", "-c", f"trap 'exit 3' TERM; read l; echo "
+                             f"'{json.dumps(resp)}'; while :; do sleep 0.1; done"], timeout=60)
+    assert code == 1 and report["divergences"][0]["message"] == \
+        "the agent exited with code 3 after the replayed SIGTERM, recorded: ended by SIGTERM"
