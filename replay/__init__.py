@@ -17,7 +17,7 @@ from typing import Any
 _EXPORTS = {
     "Divergence": ".compare",
     "ReplayOptions": ".driver", "ReplayResult": ".driver", "replay_session": ".driver",
-    "AgentStartError": ".errors", "ReplayInputError": ".errors",
+    "AgentStartError": ".errors", "ReplayInputError": ".errors", "AgentSetupError": ".driver",
     "Mode": ".options", "OnUnmatched": ".options", "RecordMode": ".options",
     "DEFAULT_MATCH_ON": ".matchers", "MATCHERS": ".matchers", "matcher": ".matchers",
     "DEFAULT_IGNORE": ".normalize", "IgnoreRule": ".normalize",
@@ -43,7 +43,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DEFAULT_IGNORE", "DEFAULT_MATCH_ON", "MATCHERS", "AgentStartError", "Divergence",
+    "DEFAULT_IGNORE", "DEFAULT_MATCH_ON", "MATCHERS", "AgentSetupError", "AgentStartError",
+    "Divergence",
     "IgnoreRule", "Mode", "OnUnmatched", "RecordMode", "Recording", "ReplayInputError",
     "ReplayOptions", "ReplayResult", "change_summary",
     "load", "matcher", "render_json", "render_junit", "render_text", "replay_session",
