@@ -364,9 +364,10 @@ def _value(v: Any) -> str:
     if isinstance(v, datetime | date | time):
         return v.isoformat()
     if isinstance(v, list | tuple):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
+        return "[" + ", ".join(_value(x) for x in v if x is not None) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()
+                               if x is not None) + "}"
     raise TypeError(f"cannot write {type(v).__name__} as TOML")
 
 
@@ -376,7 +377,8 @@ def to_toml(data: Mapping[str, Any]) -> str:
 
     def table(prefix: tuple[str, ...], d: Mapping[str, Any]) -> None:
         subtables = [(k, v) for k, v in d.items() if isinstance(v, dict)]
-        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict)]
+        # TOML has no null: a JSON config's nulls are left out (kimi's defaults)
+        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict) and v is not None]
         if prefix and (plain or not subtables):
             lines.append("")
             lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
@@ -446,7 +448,10 @@ class KimiPin(LlmPin):
 
     def _write_config(self, config: Mapping[str, Any], argv: Sequence[str]) -> None:
         info = dict(self.calls.get("model") or {})
-        text = to_toml(pinned_config(config, info, self.scripts_path, argv))
+        try:
+            text = to_toml(pinned_config(config, info, self.scripts_path, argv))
+        except TypeError as e:
+            raise InputError(f"cannot copy the agent's kimi config: {e}") from None
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write(text)
 
