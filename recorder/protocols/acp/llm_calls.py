@@ -29,7 +29,7 @@ from typing import Any
 EXHAUSTED_PREFIX = "ScriptedEchoChatProvider exhausted at turn "
 _PART_UPDATES = frozenset({"agent_thought_chunk", "agent_message_chunk", "tool_call"})
 _DONE = frozenset({"completed", "failed"})
-SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
+SUBAGENT_TOOLS = frozenset({"Agent"})  # kimi's tool that starts a subagent
 
 
 def _obj(v: Any) -> dict[str, Any]:
