@@ -24,11 +24,17 @@ S = TypeVar("S", bound=Mapping[str, Any])
 SHOWN = 6
 
 
+# a recording's name or id may hold terminal escapes: shown as control pictures (ESC as ␛)
+_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
+
+
 def label(session: Mapping[str, Any]) -> str:
-    """`name (id)` when the session has a name, else its id: how a session is shown to people."""
+    """`name (id)` when the session has a name, else its id: how a session is shown to people
+    (control characters made visible: names come from recordings)."""
     sid = str(session.get("session_id"))
     name = session.get("name")
-    return f"{name} ({sid})" if name and name != sid else sid
+    text = f"{name} ({sid})" if name and name != sid else sid
+    return text.translate(_CONTROLS)
 
 
 def candidates(sessions: Sequence[Mapping[str, Any]], limit: int = SHOWN) -> str:
