@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,9 @@ from wire_recorder.recorder.workdir import (
     Manifest,
     agent_workdir,
     read_manifest,
+    read_stored,
     safe_relpath,
+    store_workdir,
     take_manifest,
 )
 from wire_recorder.replay import recording as replay_recording
@@ -111,6 +114,24 @@ def test_the_work_dir_is_kimis_work_dir_flag_else_the_cwd():
     assert agent_workdir(["kimi", "--work-dir", "../up"], "/p/q") == "/p/up"
     assert agent_workdir(["other-agent", "-w", "w"], "/p") == "/p"
     assert agent_workdir(["kimi", "--wire"], "/p") == "/p"
+
+
+def test_the_loader_step_stores_the_manifest_takes_none_late_and_never_raises(tmp_path, capsys):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "f.txt").write_text("x")
+    meta = {"session_id": "s1", "command": ["kimi", "-w", "w"], "cwd": str(tmp_path),
+            "started_wall_ns": time.time_ns(), "snapshot_workdir": True}
+    with open_store(str(tmp_path / "r.db")) as store:
+        for sid, late in (("s1", 0), ("s2", 300)):
+            store.upsert_session({"session_id": sid})
+            store_workdir(store, dict(meta, session_id=sid,
+                                      started_wall_ns=meta["started_wall_ns"] - late * 10**9),
+                          None)
+        m1, m2 = (read_stored(store, store.session(s)) for s in ("s1", "s2"))
+        store_workdir(None, meta, None)  # a store that fails: one line, no exception
+    assert m1 and m1.workdir == str(tmp_path / "w") and m1.entries[0].content == b"x"
+    assert m2 and m2.source is None and not m2.entries and "recovered" in m2.notes[0]
+    assert "work dir manifest not stored" in capsys.readouterr().err
 
 
 # -- untrusted manifests --------------------------------------------------------------------------
