@@ -26,7 +26,7 @@ import orjson
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.model import Frame
 
-from .conversation import Conversation, conversation
+from .conversation import Conversation
 
 PAGE = 2000  # conversation items per request
 INDEX_COLUMNS = ("key", "session_id", "name", "protocol", "agent", "started_at", "duration_ms",
@@ -137,6 +137,31 @@ class Live:
                 self._reader.close()
 
 
+@dataclass
+class Cursor:
+    """A session's conversation made as far as the pages asked for so far: the first page of a
+    long session is shown without feeding the timeline all of its frames."""
+
+    conv: Conversation
+    frames: list[Frame]
+    pos: int = 0
+    done: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def page(self, start: int) -> dict:
+        with self.lock:
+            while not self.done and len(self.conv.items) < start + PAGE:
+                for f in self.frames[self.pos:self.pos + 1000]:
+                    self.conv.add(f)
+                self.pos += 1000
+                if self.pos >= len(self.frames):
+                    self.conv.finish()
+                    self.done = True
+            items = self.conv.items
+            return {"items": items[start:start + PAGE], "items_total": len(items),
+                    "more": not self.done}
+
+
 class Catalog:
     """The sessions of the inputs. `specs` as for wire-query (files, globs, folders, .jsonl);
     `.json` inputs are wire-replay reports. Safe to use from several threads."""
@@ -154,7 +179,7 @@ class Catalog:
         self.build_ms = 0.0
         self._signature: tuple = ()
         self._live: dict[str, Live] = {}
-        self._conv_cache: OrderedDict[str, list[dict]] = OrderedDict()
+        self._conv_cache: OrderedDict[str, Cursor] = OrderedDict()
 
     # -- the index -------------------------------------------------------------------------------
     def _paths(self) -> list[str]:
@@ -316,28 +341,29 @@ class Catalog:
             counts = _rows(ws.con, sql("counts"), {"sid": sid})[0]
             spans = _rows(ws.con, sql("spans"), {"sid": sid})
             tokens = _rows(ws.con, sql("tokens"), {"sid": sid})
-            items = self._items(key, ws, srow)
+            cur = self._cursor(key, ws, srow)
         srow = {k: _json_safe(v) for k, v in srow.items()}
         srow["command"] = _parsed(srow.get("command"))
         srow["tags"] = _parsed(srow.get("tags"))
         srow["agent"] = agent_of(srow["command"])
         return {"key": key, "live": False, "session": srow, "counts": counts, "spans": spans,
-                "tokens": tokens, "items": items[:PAGE], "items_total": len(items)}
+                "tokens": tokens} | cur.page(0)
 
-    def _items(self, key: str, ws: Any, srow: dict) -> list[dict]:
+    def _cursor(self, key: str, ws: Any, srow: dict) -> Cursor:
         with self._lock:
-            cached = self._conv_cache.get(key)
-            if cached is not None:
+            cur = self._conv_cache.get(key)
+            if cur is not None:
                 self._conv_cache.move_to_end(key)
-                return cached
+                return cur
         from ..export import _frames
 
-        items = conversation(srow, _frames(ws, srow["session_id"]))
+        cur = Cursor(Conversation(srow.get("mono_start_ns"), srow.get("protocol")),
+                     _frames(ws, srow["session_id"]))
         with self._lock:
-            self._conv_cache[key] = items
+            self._conv_cache[key] = cur
             while len(self._conv_cache) > 4:
                 self._conv_cache.popitem(last=False)
-        return items
+        return cur
 
     def items(self, key: str, start: int) -> dict:
         if key.startswith("live."):
@@ -345,16 +371,16 @@ class Catalog:
             lv.poll()
             conv_items = lv.conv.items if lv.conv else []
             return {"items": conv_items[start:start + PAGE], "items_total": len(conv_items),
-                    "live": not lv.ended, "frames": len(lv.frames)}
+                    "more": False, "live": not lv.ended, "frames": len(lv.frames)}
         r = self.row(key)
         with self._lock:
-            cached = self._conv_cache.get(key)
-        if cached is None:
+            cur = self._conv_cache.get(key)
+        if cur is None:
             with self._open(r) as ws:
                 srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                              {"sid": r["session_id"]})[0]
-                cached = self._items(key, ws, srow)
-        return {"items": cached[start:start + PAGE], "items_total": len(cached), "live": False}
+                cur = self._cursor(key, ws, srow)
+        return cur.page(start) | {"live": False}
 
     def _live_get(self, key: str) -> Live:
         lv = self._live.get(key)
@@ -373,7 +399,8 @@ class Catalog:
                 "agent": agent_of(meta.get("command")), "source_file": lv.db,
                 "started_at": None, "source": "live spool"}
         return {"key": key, "live": not lv.ended, "session": srow, "counts": {"frames": len(lv.frames)},
-                "spans": [], "tokens": [], "items": items[:PAGE], "items_total": len(items)}
+                "spans": [], "tokens": [], "items": items[:PAGE], "items_total": len(items),
+                "more": False}
 
     # -- frames ----------------------------------------------------------------------------------
     def frames(self, key: str, lo: int, hi: int) -> list[dict]:

@@ -193,14 +193,14 @@
     const more = el("button", {id: "more"}, "more");
     const addItems = (items) => { for (const it of items) conv.insertBefore(renderItem(key, it), more.parentNode === conv ? more : null); count += items.length; };
     addItems(d.items);
-    const pageMore = (total) => {
-      if (count < total) {
-        more.textContent = `show more (${num(total - count)} left)`;
-        more.onclick = async () => { const r = await api("items", {k: key, from: count}); addItems(r.items); pageMore(r.items_total); };
+    const pageMore = (total, further) => {
+      if (count < total || further) {
+        more.textContent = further ? "show more" : `show more (${num(total - count)} left)`;
+        more.onclick = async () => { const r = await api("items", {k: key, from: count}); addItems(r.items); pageMore(r.items_total, r.more); };
         conv.appendChild(more);
       } else if (more.parentNode) more.remove();
     };
-    pageMore(d.items_total);
+    pageMore(d.items_total, d.more);
     if (d.spans.length) timeline(document.getElementById("tl"), d.spans, key);
     if (d.tokens.length) tokenChart(document.getElementById("tok"), d.tokens);
     if (jump) openFrames(key, jump);

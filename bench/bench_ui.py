@@ -1,0 +1,177 @@
+"""Benchmark: wire-ui — start to URL, the index of 10,000 sessions served, and the first paint of
+a 100,000-frame session's view in headless Chromium.
+
+    .venv/bin/python bench/bench_ui.py                       # 10,000 sessions + one of 100,000 frames
+    .venv/bin/python bench/bench_ui.py --sessions 2000 --frames 20000   # quicker
+
+The recordings are generated as bench_stats.py makes them (kimi 1.51.0's frames, classified by
+the loader's own code): many one-turn sessions in one file for the index, one long session in
+another for the session view. Numbers:
+
+* start → URL: from spawning `wire-ui --no-browser` to its URL line on stdout (median of 5);
+* index built: the background read of every session (attach, views, the index query), once;
+* index served: GET /api/index of the first page sorted by start, and with a search word and a
+  sort on tokens (median of 20 each) — what the page asks on every keystroke;
+* first paint: from navigating Chromium to the session to the first conversation items in the
+  DOM (the header, cards, timeline and first 2,000 items are one request); cold (the session's
+  conversation built on the server) and warm (cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from bench_stats import Gen  # noqa: E402
+
+from wire_recorder.recorder.classify import classify  # noqa: E402
+from wire_recorder.recorder.model import wall_ts  # noqa: E402
+from wire_recorder.recorder.store import open_store  # noqa: E402
+
+BIN = os.path.join(ROOT, ".venv", "bin")
+
+
+def write(db: str, sessions: int, turns: int, prefix: str) -> int:
+    gen = Gen(11)
+    store = open_store(db)
+    total = 0
+    batch: list[tuple] = []
+    for n in range(1, sessions + 1):
+        sid = f"{prefix}-{n:06d}"
+        wall0 = 1_790_000_000 * 10**9 + n * 3_600 * 10**9
+        mono0 = n * 10**13
+        seq = 0
+        ns = 0
+        for direction, raw, ms in gen.session(turns=turns):
+            seq += 1
+            ns = int(ms * 1e6)
+            if direction in ("proxy", "stderr"):
+                kind = "lifecycle" if direction == "proxy" else "stderr"
+                method = orjson.loads(raw).get("event") if direction == "proxy" else None
+                row = (sid, seq, wall_ts(wall0 + ns), mono0 + ns, direction, raw, True, len(raw),
+                       kind, method, None, None, None, None, None, None, None)
+            else:
+                ex = classify(raw, direction)
+                row = (sid, seq, wall_ts(wall0 + ns), mono0 + ns, direction, raw, True, len(raw),
+                       ex.kind, ex.method, ex.rpc_id, ex.msg_type, ex.payload, ex.parse_error,
+                       ex.known, None, ex.anomaly)
+            batch.append(row)
+        total += seq
+        store.upsert_session({"session_id": sid, "name": f"{prefix} {n}", "started_at": wall_ts(wall0),
+                              "ended_at": wall_ts(wall0 + ns), "protocol": "wire",
+                              "protocol_version": "1.10", "source": "proxy", "frame_count": seq,
+                              "mono_start_ns": mono0, "command": '["kimi","--wire"]',
+                              "tags": json.dumps({"n": str(n % 7)}), "exit_code": 0,
+                              "end_reason": "agent_exit"})
+        if len(batch) >= 100_000:
+            store.insert_frames(batch)
+            batch = []
+    store.insert_frames(batch)
+    store.con.execute("CHECKPOINT")
+    store.close()
+    return total
+
+
+def start(paths: list[str]) -> tuple[subprocess.Popen, str, float]:
+    t0 = time.perf_counter()
+    p = subprocess.Popen([os.path.join(BIN, "wire-ui"), "--no-browser", *paths],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout
+    url = p.stdout.readline().strip()
+    return p, url, time.perf_counter() - t0
+
+
+def get(base: str, token: str, path: str) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    sep = "&" if "?" in path else "?"
+    with urllib.request.urlopen(f"{base}{path}{sep}token={token}", timeout=600) as r:
+        body = r.read()
+    return orjson.loads(body), time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=10_000)
+    ap.add_argument("--frames", type=int, default=100_000)
+    ap.add_argument("--keep", help="a folder to keep the generated files in")
+    args = ap.parse_args()
+    d = args.keep or tempfile.mkdtemp(prefix="bench-ui-")
+    os.makedirs(d, exist_ok=True)
+    many, big = os.path.join(d, "many.db"), os.path.join(d, "big.db")
+    if not os.path.exists(many):
+        t = time.time()
+        n = write(many, args.sessions, 1, "s")
+        print(f"generated {args.sessions:,} sessions ({n:,} frames) in {time.time() - t:.0f} s")
+    if not os.path.exists(big):
+        t = time.time()
+        turns = max(1, args.frames // 140)
+        n = write(big, 1, turns, "big")
+        print(f"generated one session of {n:,} frames in {time.time() - t:.0f} s")
+    out: dict[str, float] = {}
+
+    starts = []
+    for _ in range(5):
+        p, url, dt = start([many])
+        starts.append(dt)
+        p.terminate()
+        p.wait()
+    out["start_to_url_s"] = statistics.median(starts)
+
+    p, url, _ = start([many, big])
+    try:
+        base, token = url.split("/?token=")
+        t0 = time.perf_counter()
+        while True:
+            d0, _ = get(base, token, "/api/index")
+            if d0["ready"]:
+                break
+            time.sleep(0.05)
+        out["index_built_s"] = time.perf_counter() - t0
+        out["index_server_build_ms"] = d0["build_ms"]
+        out["sessions"] = d0["total"]
+        out["index_page_s"] = statistics.median(get(base, token, "/api/index?sort=started_at")[1] for _ in range(20))
+        out["index_search_s"] = statistics.median(
+            get(base, token, "/api/index?q=tests&sort=tokens&desc=1")[1] for _ in range(20))
+        key = get(base, token, "/api/index?q=big-000001")[0]["rows"][0]["key"]
+        chromium = "/usr/lib/chromium/chromium" if os.path.exists("/usr/lib/chromium/chromium") else None
+        if chromium:
+            from tests.harness.browser import Browser
+
+            with tempfile.TemporaryDirectory() as prof, Browser(chromium, Path(prof)) as b:
+                b.goto(url)
+                b.wait_for("document.querySelectorAll('tr.row').length")
+                for label in ("first_paint_cold_s", "first_paint_warm_s"):
+                    b.eval("location.hash = ''")
+                    b.wait_for("document.querySelectorAll('tr.row').length")
+                    t0 = time.perf_counter()
+                    b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(key)})")
+                    b.wait_for("document.querySelectorAll('.item').length > 100", timeout=600)
+                    out[label] = time.perf_counter() - t0
+                out["items_painted"] = b.eval("document.querySelectorAll('.item').length")
+        s, dt = get(base, token, f"/api/session?k={key}")
+        out["session_api_warm_s"] = dt
+        out["big_frames"] = s["counts"]["frames"]
+        out["big_items"] = s["items_total"]
+    finally:
+        p.terminate()
+        p.wait()
+    for k, v in out.items():
+        print(f"{k:24} {v:,.3f}" if isinstance(v, float) else f"{k:24} {v:,}")
+
+
+if __name__ == "__main__":
+    main()
