@@ -725,3 +725,48 @@ def test_a_stderr_dump_is_one_error_and_urls_are_no_errors(tmp_path):
         got = _rows(ws.con, "SELECT seq, message FROM errors WHERE source = 'stderr' ORDER BY seq")
     assert got == [{"seq": 2, "message": "\n".join(d.decode() for d in dump)},
                    {"seq": 6, "message": "ERROR: boom\nError: again"}]
+
+
+def test_a_refused_replay_marks_no_history(tmp_path):
+    """kimi refuses `replay` while a turn runs (-32000): the turn's frames around the refusal
+    stay live; an answered replay's turn is history, numbered apart from the live ones."""
+    def req(method, rid):
+        return ("c2a", {"jsonrpc": "2.0", "method": method, "id": rid, "params": {}})
+
+    usage = {"token_usage": {"input_other": 5, "output": 1, "input_cache_read": 0,
+                             "input_cache_creation": 0}}
+    frames = [("c2a", {"jsonrpc": "2.0", "method": "prompt", "id": "p1",
+                       "params": {"user_input": "hi"}}),
+              ("a2c", _ev("TurnBegin", {"user_input": "hi"})),
+              req("replay", "r1"),
+              ("a2c", {"jsonrpc": "2.0", "id": "r1", "error": {"code": -32000,
+                                                             "message": "turn in progress"}}),
+              ("a2c", _ev("StepBegin", {"n": 1})), ("a2c", _ev("StatusUpdate", usage)),
+              ("a2c", _ev("TurnEnd", {})),
+              ("a2c", {"jsonrpc": "2.0", "id": "p1", "result": {"status": "finished"}}),
+              req("replay", "r2"),
+              ("a2c", _ev("TurnBegin", {"user_input": "hi"})),
+              ("a2c", _ev("StepBegin", {"n": 1})), ("a2c", _ev("StatusUpdate", usage)),
+              ("a2c", _ev("TurnEnd", {})),
+              ("a2c", {"jsonrpc": "2.0", "id": "r2", "result": {"status": "finished"}}),
+              ("c2a", {"jsonrpc": "2.0", "method": "prompt", "id": "p2",
+                       "params": {"user_input": "again"}}),
+              ("a2c", _ev("TurnBegin", {"user_input": "again"})),
+              ("a2c", _ev("StepBegin", {"n": 1})), ("a2c", _ev("StatusUpdate", usage)),
+              ("a2c", _ev("TurnEnd", {})),
+              ("a2c", {"jsonrpc": "2.0", "id": "p2", "result": {"status": "finished"}})]
+    db = str(tmp_path / "r.db")
+    write_sessions(db, [("replays", "wire", frames)])
+    with open_workspace([db]) as ws:
+        got = _rows(ws.con, "SELECT turn, history, steps, total_tokens, prompt_id, status_source "
+                            "FROM turns ORDER BY seq")
+        usage_rows = _rows(ws.con, "SELECT turn, history FROM token_usage ORDER BY seq")
+    assert got == [
+        {"turn": 1, "history": False, "steps": 1, "total_tokens": 6, "prompt_id": "p1",
+         "status_source": "response"},
+        {"turn": 1, "history": True, "steps": 1, "total_tokens": 6, "prompt_id": None,
+         "status_source": "inferred"},
+        {"turn": 2, "history": False, "steps": 1, "total_tokens": 6, "prompt_id": "p2",
+         "status_source": "response"}]
+    assert usage_rows == [{"turn": 1, "history": False}, {"turn": 1, "history": True},
+                          {"turn": 2, "history": False}]

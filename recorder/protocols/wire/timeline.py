@@ -38,6 +38,7 @@ class WireTimeline(Renderer):
         # apart (its own Totals), so the summary counts this run only, as the views do.
         self._replay_id: Any = None
         self._history: Totals | None = None
+        self._turn_open = False  # kimi refuses a replay while a turn runs (-32000): no history
 
     def flush(self) -> list[str]:
         """A tool call's line waits for its streamed ToolCallParts, so it shows whole arguments."""
@@ -96,7 +97,7 @@ class WireTimeline(Renderer):
             self._client_reqs[f.rpc_id] = (f.method, f.mono_ns)
             if f.method == "prompt":
                 return [f"{t} [bold cyan]> prompt[/] {esc(short(p.get('user_input'), self.width))}"]
-            if f.method == "replay":
+            if f.method == "replay" and not self._turn_open:
                 self._replay_id = f.rpc_id
             if f.method in ("cancel", "steer", "set_plan_mode", "replay"):
                 return [f"{t} [bold cyan]> {esc(f.method)}[/] {esc(short(p, self.width // 2))}"]
@@ -170,12 +171,14 @@ class WireTimeline(Renderer):
     def _event(self, f: Frame, t: str, mt: str | None, p: dict, indent: str = "",
                scope: str = "") -> list[str]:
         if mt == "TurnBegin" and not scope:
+            self._turn_open = self._history is None
             self.totals.turns += 1
             self._turn = {"n": self.totals.turns, "mono": f.mono_ns, "tokens": 0, "steps": 0}
             what = "history turn" if self._history is not None else "turn"
             return [f"{t} [bold]── {what} {self.totals.turns}[/] "
                     f"{esc(short(p.get('user_input'), self.width))}"]
         if mt == "TurnEnd" and not scope:
+            self._turn_open = False
             turn = self._turn
             dur = (f.mono_ns - turn["mono"]) / 1e6 if turn else None
             return [f"{t} [bold]── turn {turn.get('n', '?')} ended[/] after {fmt_ms(dur)}: "
