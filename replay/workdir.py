@@ -95,8 +95,9 @@ def prepare_workdir(rec: Recording, cwd: str | None) -> WorkdirPlan:
         except BaseException:
             plan.cleanup()
             raise
-        if cwd:
-            plan.notes.insert(0, f"the agent runs in a copy of the recorded work dir, not {cwd}")
+        kept = sum(len(files) for _, _, files in os.walk(tmp))
+        plan.notes.insert(0, f"the agent runs in a fresh copy of the recorded work dir ({kept} "
+                             f"files from its snapshot)" + (f", not in {cwd}" if cwd else ""))
         return plan
     target = cwd or os.getcwd()
     notes = []
