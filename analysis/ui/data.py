@@ -82,6 +82,35 @@ def _unescape(s: str | None) -> str:
     return s.replace("\\n", " ").replace('\\"', '"').replace("\\\\", "\\")
 
 
+def session_data(ws: Any, sid: str) -> tuple[dict, dict]:
+    """A session's header, cards, timeline bars and token chart (as JSON data), and its row as
+    it is in `sessions` (for the timeline)."""
+    srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid", {"sid": sid})[0]
+    counts = _rows(ws.con, sql("counts"), {"sid": sid})[0]
+    spans = _rows(ws.con, sql("spans"), {"sid": sid})
+    tokens = _rows(ws.con, sql("tokens"), {"sid": sid})
+    head = {k: _json_safe(v) for k, v in srow.items()}
+    head["command"] = _parsed(head.get("command"))
+    head["tags"] = _parsed(head.get("tags"))
+    head["agent"] = agent_of(head["command"])
+    return {"session": head, "counts": counts, "spans": spans, "tokens": tokens}, srow
+
+
+def index_rows(ws: Any) -> list[dict]:
+    """The index's rows of a workspace (`_text`: what search looks through, lower case)."""
+    out = []
+    for r in _rows(ws.con, sql("index")):
+        r["agent"] = agent_of(r.pop("command", None))
+        r["tags"] = _parsed(r["tags"])
+        r["live"] = False
+        r["_text"] = (_unescape(r.pop("prompts", None)) + " "
+                      + _unescape(r.pop("said", None))).lower()
+        for k in ("started_at", "ended_at"):
+            r[k] = _json_safe(r.get(k))
+        out.append(r)
+    return out
+
+
 @dataclass
 class Live:
     """A session being recorded, followed through its spool."""
@@ -221,7 +250,7 @@ class Catalog:
             group = groups.pop(0)
             try:
                 with open_workspace(group) as ws:
-                    rows += _rows(ws.con, sql("index"))
+                    rows += index_rows(ws)
             except UserError as e:
                 if len(group) == 1:
                     if os.path.abspath(group[0]) not in busy:
@@ -251,12 +280,6 @@ class Catalog:
             if r["session_id"] in live_ids:
                 continue
             r["key"] = self._key(r["source_file"], r["session_id"])
-            r["agent"] = agent_of(r.pop("command", None))
-            r["tags"] = _parsed(r["tags"])
-            r["live"] = False
-            r["_text"] = (_unescape(r.pop("prompts", None)) + " " + _unescape(r.pop("said", None))).lower()
-            for k in ("started_at", "ended_at"):
-                r[k] = _json_safe(r.get(k))
             out.append(r)
         out += live_rows
         with self._lock:
@@ -335,19 +358,10 @@ class Catalog:
         if key.startswith("live."):
             return self._live_session(key)
         r = self.row(key)
-        sid = r["session_id"]
         with self._open(r) as ws:
-            srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid", {"sid": sid})[0]
-            counts = _rows(ws.con, sql("counts"), {"sid": sid})[0]
-            spans = _rows(ws.con, sql("spans"), {"sid": sid})
-            tokens = _rows(ws.con, sql("tokens"), {"sid": sid})
+            data, srow = session_data(ws, r["session_id"])
             cur = self._cursor(key, ws, srow)
-        srow = {k: _json_safe(v) for k, v in srow.items()}
-        srow["command"] = _parsed(srow.get("command"))
-        srow["tags"] = _parsed(srow.get("tags"))
-        srow["agent"] = agent_of(srow["command"])
-        return {"key": key, "live": False, "session": srow, "counts": counts, "spans": spans,
-                "tokens": tokens} | cur.page(0)
+        return {"key": key, "live": False} | data | cur.page(0)
 
     def _cursor(self, key: str, ws: Any, srow: dict) -> Cursor:
         with self._lock:
@@ -409,7 +423,7 @@ class Catalog:
             lv = self._live_get(key)
             with lv.lock:
                 picked = [f for f in lv.frames if lo - 1 <= f.seq <= hi]
-            return _frame_dicts(picked, lo)
+            return frame_dicts(picked, lo)
         r = self.row(key)
         with self._open(r) as ws:
             return self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
@@ -439,8 +453,8 @@ class Catalog:
                 "SELECT seq + 1, mono_ns FROM frames WHERE session_id = ? AND seq IN "
                 f"({', '.join(str(f.seq - 1) for f in frames) or 'NULL'})",
                 [r["session_id"]]).fetchall()}
-            return _frame_dicts(frames, None, prev)
-        return _frame_dicts(frames, lo)
+            return frame_dicts(frames, None, prev)
+        return frame_dicts(frames, lo)
 
     # -- replay reports --------------------------------------------------------------------------
     def report(self, n: int) -> dict:
@@ -473,7 +487,7 @@ def _has_tag(tags: Any, want: str) -> bool:
     return False
 
 
-def _frame_dicts(frames: list[Frame], lo: int | None, prev: dict | None = None) -> list[dict]:
+def frame_dicts(frames: list[Frame], lo: int | None, prev: dict | None = None) -> list[dict]:
     out = []
     last = None
     for f in frames:

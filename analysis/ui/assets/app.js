@@ -62,8 +62,16 @@
       return {frames: s.frames.filter((f) => f.seq >= lo && f.seq <= hi)};
     }
     if (name === "related") {
-      const seqs = new Set(s.related[p.seq] || [Number(p.seq)]);
-      return {frames: s.frames.filter((f) => seqs.has(f.seq))};
+      // as the server's related.sql: the frames naming the item's tool call, else the frame's
+      // JSON-RPC partners, else the frame alone
+      const seq = Number(p.seq), f = s.frames.find((x) => x.seq === seq);
+      if (!f) return {frames: []};
+      const text = (x) => x._text ?? (x._text = x.raw_b64 ? new TextDecoder().decode(b64bytes(x.raw_b64)) : "");
+      const names = (x, id) => text(x).includes(JSON.stringify(id));
+      const call = (s.calls.find(([cs]) => cs === seq) || s.calls.find(([, id]) => names(f, id)) || [])[1];
+      const rpc = (x) => x.direction === "c2a" || x.direction === "a2c";
+      return {frames: s.frames.filter((x) => x.seq === seq || (rpc(x) && (call !== undefined
+        ? x.rpc_id === call || names(x, call) : f.rpc_id !== null && x.rpc_id === f.rpc_id)))};
     }
     throw new Error("not in this file");
   }
@@ -176,11 +184,12 @@
     const head = el("div", {},
       el("h1", {id: "title"}, s.name || s.session_id, " ", proto(s.protocol), d.live ? el("span", {class: "live", id: "livebadge"}, " ● live") : null),
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
-      el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)));
+      el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
+      d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null);
     const conv = el("div", {id: "conv"});
     const insp = el("div", {id: "insp"});
     const layout = el("div", {class: "layout closed", id: "layout"}, conv, insp);
-    const jumpIn = el("input", {type: "number", id: "jump", placeholder: "seq", min: 1, style: "width:90px"});
+    const jumpIn = el("input", {type: "number", id: "jump", placeholder: "seq", min: 1, class: "seq"});
     const jumpGo = el("button", {id: "jumpgo", onclick: () => jumpIn.value && openFrames(key, Number(jumpIn.value))}, "frames at seq");
     const parts = [head, cards];
     if (d.spans.length) {
