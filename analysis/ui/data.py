@@ -19,14 +19,16 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.model import Frame
 
-from .conversation import Conversation
+if TYPE_CHECKING:  # rich and the timeline load with the first session, not before the URL
+    from .conversation import Conversation
+
 
 PAGE = 2000  # conversation items per request
 INDEX_COLUMNS = ("key", "session_id", "name", "protocol", "agent", "started_at", "duration_ms",
@@ -139,6 +141,8 @@ class Live:
                 except (OSError, UserError):
                     self.ended = True
                     return
+                from .conversation import Conversation
+
                 self.meta = self._reader.meta
                 self._ingest = Ingest(None, self.meta)  # splits and classifies; writes nothing
                 self.conv = Conversation(self.meta.get("mono_start_ns"), self.meta.get("protocol"))
@@ -370,6 +374,7 @@ class Catalog:
                 self._conv_cache.move_to_end(key)
                 return cur
         from ..export import _frames
+        from .conversation import Conversation
 
         cur = Cursor(Conversation(srow.get("mono_start_ns"), srow.get("protocol")),
                      _frames(ws, srow["session_id"]))
