@@ -647,8 +647,9 @@ def _ev(t, payload):
 
 def reused_id_sessions(db: str, turns: int) -> int:
     """A Wire client that gives every prompt the id "1" and an agent whose every external tool
-    request has the id "ext"; an ACP session whose every request in both directions is id 7.
-    Returns the frame count."""
+    request has the id "ext"; an ACP session whose every request in both directions is id 7;
+    an MCP session whose every call has id 3 and needs one input round, all with the state
+    "s". Returns the frame count."""
     wire: list[tuple[str, object]] = []
     for t in range(turns):
         wire += [("c2a", {"jsonrpc": "2.0", "method": "prompt", "id": "1",
@@ -673,8 +674,20 @@ def reused_id_sessions(db: str, turns: int) -> int:
                          "params": {"sessionId": "s", "path": "/x"}}),
                 ("c2a", {"jsonrpc": "2.0", "id": 7, "result": {"content": "x"}}),
                 ("a2c", {"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}})]
-    write_sessions(db, [("wire-reused", "wire", wire), ("acp-reused", "acp", acp)])
-    return len(wire) + len(acp)
+    mcp: list[tuple[str, object]] = []
+    for _ in range(turns):  # MCP 2026: every call needs input, every state is the same "s"
+        call = {"name": "t", "arguments": {}}
+        mcp += [("c2a", {"jsonrpc": "2.0", "method": "tools/call", "id": 3, "params": call}),
+                ("a2c", {"jsonrpc": "2.0", "id": 3, "result": {
+                    "resultType": "input_required", "requestState": "s",
+                    "inputRequests": {"q": {"method": "roots/list", "params": {}}}}}),
+                ("c2a", {"jsonrpc": "2.0", "method": "tools/call", "id": 3, "params": {
+                    **call, "requestState": "s", "inputResponses": {"q": {"roots": []}}}}),
+                ("a2c", {"jsonrpc": "2.0", "id": 3, "result": {
+                    "content": [{"type": "text", "text": "ok"}]}})]
+    write_sessions(db, [("wire-reused", "wire", wire), ("acp-reused", "acp", acp),
+                        ("mcp-reused", "mcp", mcp)])
+    return len(wire) + len(acp) + len(mcp)
 
 
 def _max_rows(plan) -> int:
@@ -695,9 +708,14 @@ def test_views_stay_linear_with_reused_ids(tmp_path):
     db = str(tmp_path / "reused.db")
     turns = 1500
     n = reused_id_sessions(db, turns)
+    from wire_recorder.analysis.views import MATERIALIZED, view_sql
+
     with open_workspace([db]) as ws:
-        for view in ("turns", "requests", "tool_calls", "errors", "anomalies", "steps"):
-            plan = ws.con.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM {view}"
+        # the views, and the SQL of those the workspace computed into tables when it opened
+        bodies = {v: v for v in ("turns", "requests", "tool_calls", "errors", "anomalies", "steps")}
+        bodies |= {v: "(" + view_sql(v, temp=True).split("\n", 1)[1] + ")" for v in MATERIALIZED}
+        for view, body in bodies.items():
+            plan = ws.con.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM {body}"
                                   ).fetchall()[0][1]
             assert _max_rows(json.loads(plan)) <= 4 * n, view
         turns_rows = _rows(ws.con, "SELECT protocol, count(*) AS n, count(*) FILTER (WHERE "
@@ -709,7 +727,12 @@ def test_views_stay_linear_with_reused_ids(tmp_path):
                              "count(*) FILTER (WHERE answered_at > requested_at) AS after "
                              "FROM requests GROUP BY 1 ORDER BY 1")
         assert reqs == [{"protocol": "acp", "n": turns, "a": turns, "after": turns},
+                        {"protocol": "mcp", "n": turns, "a": turns, "after": turns},
                         {"protocol": "wire", "n": turns, "a": turns, "after": turns}]
+        calls = _rows(ws.con, "SELECT count(*) AS n, count(*) FILTER (WHERE input_rounds = 1 "
+                              "AND status = 'completed') AS one_round FROM tool_calls "
+                              "WHERE protocol = 'mcp'")
+        assert calls == [{"n": turns, "one_round": turns}]
 
 
 def test_a_stderr_dump_is_one_error_and_urls_are_no_errors(tmp_path):

@@ -11,19 +11,26 @@ WITH RECURSIVE mcp_calls AS MATERIALIZED (
     FROM wr_rpc
     WHERE protocol = 'mcp' AND direction = 'c2a'
       AND method IN ('tools/call', 'prompts/get', 'resources/read')
+), mcp_waiting AS (
+    -- the results a retry can answer
+    SELECT session_id, seq, method, state_out, coalesce(target, '') AS target_key
+    FROM mcp_calls WHERE result_type = 'input_required'
 ), mcp_linked AS MATERIALIZED (
     -- a retry carries the requestState of the input_required result it answers (or, when the
-    -- server sent none, answers the latest one for the same tool)
-    SELECT mcp_calls.*, earlier.seq AS parent_seq
-    FROM mcp_calls LEFT JOIN mcp_calls earlier ON earlier.session_id = mcp_calls.session_id
-        AND earlier.method = mcp_calls.method AND earlier.seq < mcp_calls.seq
-        AND earlier.result_type = 'input_required'
-        AND (earlier.state_out = mcp_calls.state_in
-             OR (earlier.state_out IS NULL AND mcp_calls.state_in IS NULL
-                 AND mcp_calls.has_responses
-                 AND earlier.target IS NOT DISTINCT FROM mcp_calls.target))
-    QUALIFY row_number() OVER (PARTITION BY mcp_calls.session_id, mcp_calls.seq
-                               ORDER BY earlier.seq DESC NULLS LAST) = 1
+    -- server sent none, answers the latest one for the same tool). ASOF joins keep this linear
+    -- however often a state or a tool repeats.
+    SELECT mcp_calls.*, coalesce(by_state.seq, by_target.seq) AS parent_seq
+    FROM mcp_calls
+    ASOF LEFT JOIN mcp_waiting by_state ON by_state.session_id = mcp_calls.session_id
+        AND by_state.method = mcp_calls.method AND by_state.state_out = mcp_calls.state_in
+        AND mcp_calls.seq > by_state.seq
+    ASOF LEFT JOIN (SELECT * FROM mcp_waiting WHERE state_out IS NULL) by_target
+        ON by_target.session_id = mcp_calls.session_id
+        AND by_target.method = mcp_calls.method
+        AND by_target.target_key = CASE WHEN mcp_calls.state_in IS NULL
+                                             AND mcp_calls.has_responses
+                                        THEN coalesce(mcp_calls.target, '') END
+        AND mcp_calls.seq > by_target.seq
 ), mcp_chain AS (
     SELECT session_id, seq, seq AS root_seq, 0 AS round FROM mcp_linked WHERE parent_seq IS NULL
     UNION ALL
