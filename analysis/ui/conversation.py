@@ -100,7 +100,8 @@ class Conversation(Timeline):
             body = line.lstrip(" ")
             indent = (len(line) - len(body)) // 2
             src, self._pending = (self._pending or f), None
-            self.items.append({"s": src.seq if src else None, "t": self._t(src), "k": "line",
+            self.items.append({"s": src.seq if src else None, "t": self._t(src) if src else None,
+                               "k": "line",
                                "i": indent, "g": segments(body)})
         if not self._text:
             self._held.clear()

@@ -170,24 +170,47 @@ class Live:
                 self._reader.close()
 
 
+CHUNK = 5000  # frames read from the file at a time for the conversation
+
+
 @dataclass
 class Cursor:
     """A session's conversation made as far as the pages asked for so far: the first page of a
-    long session is shown without feeding the timeline all of its frames."""
+    long session is shown after reading and feeding its first frames only. Frames are read
+    CHUNK at a time, each time through a workspace opened (without the derived views) and closed
+    again, so no file stays locked between pages."""
 
     conv: Conversation
-    frames: list[Frame]
-    pos: int = 0
+    source_file: str
+    session_id: str
+    last_seq: int = 0
     done: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _read(self) -> list[Frame]:
+        from wire_recorder.recorder.model import COLUMNS
+        from wire_recorder.recorder.store import resolve_blobs
+
+        from ..sources import open_workspace
+
+        with open_workspace([self.source_file], materialize=False) as ws:
+            rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
+                                  f"AND seq > ? ORDER BY seq LIMIT {CHUNK}",
+                                  [self.session_id, self.last_seq]).fetchall()
+        frames = [Frame(*r) for r in rows]
+        if any(f.raw is None and f.blob_offset is not None for f in frames):
+            resolve_blobs(frames, self.source_file)
+        return frames
 
     def page(self, start: int) -> dict:
         with self.lock:
             while not self.done and len(self.conv.items) < start + PAGE:
-                for f in self.frames[self.pos:self.pos + 1000]:
+                frames = self._read()
+                for f in frames:
                     self.conv.add(f)
-                self.pos += 1000
-                if self.pos >= len(self.frames):
+                if frames:
+                    self.last_seq = frames[-1].seq
+                if len(frames) < CHUNK:
                     self.conv.finish()
                     self.done = True
             items = self.conv.items
@@ -213,6 +236,7 @@ class Catalog:
         self._signature: tuple = ()
         self._live: dict[str, Live] = {}
         self._conv_cache: OrderedDict[str, Cursor] = OrderedDict()
+        self._data_cache: OrderedDict[str, dict] = OrderedDict()
 
     # -- the index -------------------------------------------------------------------------------
     def _paths(self) -> list[str]:
@@ -359,30 +383,20 @@ class Catalog:
         return open_workspace([r["source_file"]])
 
     def session(self, key: str) -> dict:
+        """The header, cards, timeline and token chart (the conversation: `items`)."""
         if key.startswith("live."):
             return self._live_session(key)
-        r = self.row(key)
-        with self._open(r) as ws:
-            data, srow = session_data(ws, r["session_id"])
-            cur = self._cursor(key, ws, srow)
-        return {"key": key, "live": False} | data | cur.page(0)
-
-    def _cursor(self, key: str, ws: Any, srow: dict) -> Cursor:
         with self._lock:
-            cur = self._conv_cache.get(key)
-            if cur is not None:
-                self._conv_cache.move_to_end(key)
-                return cur
-        from ..export import _frames
-        from .conversation import Conversation
-
-        cur = Cursor(Conversation(srow.get("mono_start_ns"), srow.get("protocol")),
-                     _frames(ws, srow["session_id"]))
-        with self._lock:
-            self._conv_cache[key] = cur
-            while len(self._conv_cache) > 4:
-                self._conv_cache.popitem(last=False)
-        return cur
+            data = self._data_cache.get(key)
+        if data is None:
+            r = self.row(key)
+            with self._open(r) as ws:
+                data, _ = session_data(ws, r["session_id"])
+            with self._lock:
+                self._data_cache[key] = data
+                while len(self._data_cache) > 8:
+                    self._data_cache.popitem(last=False)
+        return {"key": key, "live": False} | data
 
     def items(self, key: str, start: int) -> dict:
         if key.startswith("live."):
@@ -391,14 +405,20 @@ class Catalog:
             conv_items = lv.conv.items if lv.conv else []
             return {"items": conv_items[start:start + PAGE], "items_total": len(conv_items),
                     "more": False, "live": not lv.ended, "frames": len(lv.frames)}
-        r = self.row(key)
         with self._lock:
             cur = self._conv_cache.get(key)
+            if cur is not None:
+                self._conv_cache.move_to_end(key)
         if cur is None:
-            with self._open(r) as ws:
-                srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
-                             {"sid": r["session_id"]})[0]
-                cur = self._cursor(key, ws, srow)
+            from .conversation import Conversation
+
+            r = self.row(key)
+            cur = Cursor(Conversation(r.get("mono_start_ns"), r.get("protocol")),
+                         r["source_file"], r["session_id"])
+            with self._lock:
+                cur = self._conv_cache.setdefault(key, cur)
+                while len(self._conv_cache) > 4:
+                    self._conv_cache.popitem(last=False)
         return cur.page(start) | {"live": False}
 
     def _live_get(self, key: str) -> Live:

@@ -172,36 +172,22 @@
   };
 
   async function showSession(key, jump) {
-    let d;
-    try { d = await api("session", {k: key}); } catch (e) { return fail(e); }
-    const s = d.session;
-    document.title = (s.name || s.session_id) + " · wire-ui";
-    put($crumbs, STATIC && STATIC.only ? "" : el("a", {href: "#"}, "sessions"), " / ", s.name || s.session_id);
-    const cards = el("div", {class: "cards", id: "cards"}, (CARDS[s.protocol] || CARDS.wire).filter(([k]) => d.counts[k] !== undefined).map(([k, label, f]) =>
-      el("div", {class: "card", "data-k": k}, el("b", {}, (f || num)(d.counts[k] ?? 0) || "0"), el("span", {}, label))));
-    if (d.counts.gaps) cards.appendChild(el("div", {class: "card bad"}, el("b", {}, num(d.counts.gaps)), el("span", {}, "recording gaps")));
-    const cmd = Array.isArray(s.command) ? s.command.join(" ") : (s.command || "");
-    const head = el("div", {},
-      el("h1", {id: "title"}, s.name || s.session_id, " ", proto(s.protocol), d.live ? el("span", {class: "live", id: "livebadge"}, " ● live") : null),
-      el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
-      el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
-      d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null);
+    // the conversation and the rest are asked for at once (the server answers both in
+    // parallel); each is drawn as soon as it comes
+    const pSession = api("session", {k: key}), pItems = api("items", {k: key, from: 0});
+    pSession.catch(() => {}); pItems.catch(() => {});
+    const headBox = el("div", {id: "head"}, el("p", {class: "muted"}, "reading the session…"));
+    const charts = el("div", {id: "charts"});
     const conv = el("div", {id: "conv"});
     const insp = el("div", {id: "insp"});
     const layout = el("div", {class: "layout closed", id: "layout"}, conv, insp);
     const jumpIn = el("input", {type: "number", id: "jump", placeholder: "seq", min: 1, class: "seq"});
     const jumpGo = el("button", {id: "jumpgo", onclick: () => jumpIn.value && openFrames(key, Number(jumpIn.value))}, "frames at seq");
-    const parts = [head, cards];
-    if (d.spans.length) {
-      parts.push(el("h2", {}, "Timeline ", el("span", {class: "legend"}, "wheel: zoom · drag: pan · double-click: reset · click a bar: its frames")), el("canvas", {id: "tl"}));
-    }
-    if (d.tokens.length) parts.push(el("h2", {}, "Tokens per step ", el("span", {class: "legend"}, "input · cache read · cache write · output · subagents")), el("canvas", {id: "tok"}));
-    parts.push(el("h2", {}, "Conversation ", el("span", {class: "legend"}, "click an item to see its frames")), el("div", {class: "bar"}, jumpIn, jumpGo), layout, el("div", {id: "tip"}));
-    put($main, ...parts);
+    put($main, headBox, charts, el("h2", {}, "Conversation ", el("span", {class: "legend"}, "click an item to see its frames")),
+      el("div", {class: "bar"}, jumpIn, jumpGo), layout, el("div", {id: "tip"}));
     let count = 0;
     const more = el("button", {id: "more"}, "more");
     const addItems = (items) => { for (const it of items) conv.insertBefore(renderItem(key, it), more.parentNode === conv ? more : null); count += items.length; };
-    addItems(d.items);
     const pageMore = (total, further) => {
       if (count < total || further) {
         more.textContent = further ? "show more" : `show more (${num(total - count)} left)`;
@@ -209,7 +195,31 @@
         conv.appendChild(more);
       } else if (more.parentNode) more.remove();
     };
-    pageMore(d.items_total, d.more);
+    let first;
+    try { first = await pItems; } catch (e) { return fail(e); }
+    addItems(first.items);
+    pageMore(first.items_total, first.more);
+    let d;
+    try { d = await pSession; } catch (e) { return fail(e); }
+    const s = d.session;
+    document.title = (s.name || s.session_id) + " · wire-ui";
+    put($crumbs, STATIC && STATIC.only ? "" : el("a", {href: "#"}, "sessions"), " / ", s.name || s.session_id);
+    const cards = el("div", {class: "cards", id: "cards"}, (CARDS[s.protocol] || CARDS.wire).filter(([k]) => d.counts[k] !== undefined).map(([k, label, f]) =>
+      el("div", {class: "card", "data-k": k}, el("b", {}, (f || num)(d.counts[k] ?? 0) || "0"), el("span", {}, label))));
+    if (d.counts.gaps) cards.appendChild(el("div", {class: "card bad"}, el("b", {}, num(d.counts.gaps)), el("span", {}, "recording gaps")));
+    const cmd = Array.isArray(s.command) ? s.command.join(" ") : (s.command || "");
+    put(headBox,
+      el("h1", {id: "title"}, s.name || s.session_id, " ", proto(s.protocol), d.live ? el("span", {class: "live", id: "livebadge"}, " ● live") : null),
+      el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
+      el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
+      d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
+      cards);
+    const parts = [];
+    if (d.spans.length) {
+      parts.push(el("h2", {}, "Timeline ", el("span", {class: "legend"}, "wheel: zoom · drag: pan · double-click: reset · click a bar: its frames")), el("canvas", {id: "tl"}));
+    }
+    if (d.tokens.length) parts.push(el("h2", {}, "Tokens per step ", el("span", {class: "legend"}, "input · cache read · cache write · output · subagents")), el("canvas", {id: "tok"}));
+    put(charts, ...parts);
     if (d.spans.length) timeline(document.getElementById("tl"), d.spans, key);
     if (d.tokens.length) tokenChart(document.getElementById("tok"), d.tokens);
     if (jump) openFrames(key, jump);
@@ -236,8 +246,10 @@
     } else if (it.k === "text" || it.k === "user") {
       node = el("div", {class: "item text " + it.k}, t, el("span", {class: "who"}, it.k === "user" ? "user" : "assistant"), it.x);
     } else {
-      node = el("div", {class: "item line"}, t, " ".repeat(Math.max(0, (it.i || 0) - 1) * 2),
+      node = el("div", {class: "item line"}, t,
         (it.g || []).map(([text, style]) => el("span", {class: style ? style.split(/\s+/).filter((w) => /^[a-z]+$/.test(w)).map((w) => "s-" + w).join(" ") : null}, text)));
+      // indented as in the terminal; a wrapped line keeps its indent (CSSOM: allowed by the CSP)
+      node.style.paddingLeft = (10 + Math.max(0, (it.i || 0) - 1) * 16) + "px";
     }
     if (it.s !== null && it.s !== undefined) {
       node.dataset.seq = it.s;
