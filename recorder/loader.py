@@ -8,11 +8,13 @@ stalled the relay for milliseconds at p99.9).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import signal
 import sys
 import time
 
+import duckdb
 import orjson
 
 from .classify import Classifier, Extracted
@@ -20,7 +22,18 @@ from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
 from .redact import Redactor
-from .spool import A2C, C2A, DATA_STREAMS, EVENT, STDERR, STREAM_NAMES, SpoolReader, read_counters
+from .spool import (
+    A2C,
+    C2A,
+    C2A_LATE,
+    DATA_STREAMS,
+    EVENT,
+    STDERR,
+    STREAM_NAMES,
+    SpoolReader,
+    read_counters,
+    writer_closed,
+)
 from .store import DBLocked, Store, open_store
 from .workdir import store_workdir
 
@@ -35,7 +48,9 @@ IDLE_RELEASE_S = 0.3
 # Past these, stop reading the spool until the DB is writable again (the spool keeps the rest).
 MAX_BUFFERED_ROWS = 200_000
 MAX_BUFFERED_BYTES = 64 << 20
-LOCKED_AT_START_S = 2.0  # a reader's brief lock is waited out; a writer's means a sibling file
+# A reader's brief lock is waited out; a writer's means a sibling file. (Within the second an
+# ending proxy waits for its loader at most.)
+LOCKED_AT_START_S = 0.9
 FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
 AFTER_EXIT = "sent after the agent exited (never delivered)"
@@ -45,6 +60,25 @@ def _say(msg: str) -> None:
     say(PROXY, msg)
 
 
+class _Word:
+    """The loader's word to its proxy on stdout (a pipe the proxy reads): `held` while the DB
+    is in use by another process, `free` once it is not. The proxy stops waiting for a held DB
+    after a second, so another session's loader never holds an ending proxy up."""
+
+    enabled = False
+    held = False
+    quiet = False  # while choosing the file: a sibling comes within LOCKED_AT_START_S
+
+    @classmethod
+    def say(cls, held: bool) -> None:
+        if cls.enabled and held != cls.held and not cls.quiet:
+            cls.held = held
+            try:
+                os.write(1, b"held\n" if held else b"free\n")
+            except OSError:
+                pass
+
+
 class DB:
     """A store opened on demand and let go of when idle, so readers get their turn."""
 
@@ -52,12 +86,14 @@ class DB:
         self.path = path
         self.store = store
         self.pinned = store is not None  # a store handed in by the caller stays open
+        self.full_said = False
 
     def get(self) -> Store | None:
         if self.store is None:
             try:
                 self.store = open_store(self.path)
             except DBLocked:
+                _Word.say(True)
                 return None
             # Automatic checkpoints at the default threshold made bulk loads 3.5x slower here,
             # and closing checkpoints anyway. No memory_limit: with MB-sized frames DuckDB then
@@ -78,6 +114,39 @@ class DB:
             self.store.close()  # closing checkpoints: the file is whole without its .wal
             self.store = None
 
+    def write(self, fn) -> bool:
+        """Run a write on the store; False (and the store let go of) when the disk is full,
+        so the caller keeps its rows and tries again later."""
+        store = self.get()
+        if store is None:
+            return False
+        try:
+            fn(store)
+        except (duckdb.Error, OSError) as e:
+            if not _disk_full(e):
+                raise
+            _Word.say(True)  # as good as held: the proxy need not wait for it
+            if not self.full_said:
+                _say(f"cannot write {self.path} ({e}); the session waits in its spool and is "
+                     "stored once there is room")
+                self.full_said = True
+            if not self.pinned:
+                try:
+                    store.close()
+                except (duckdb.Error, OSError):
+                    pass
+                self.store = None
+            return False
+        _Word.say(False)
+        return True
+
+
+def _disk_full(e: BaseException) -> bool:
+    if isinstance(e, OSError):
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    text = str(e)
+    return "No space left" in text or "Disk quota" in text
+
 
 class Ingest:
     """Turns spool records into frame rows for one session."""
@@ -95,7 +164,7 @@ class Ingest:
         # [bytes, newlines] each, to set against the relay's own counters at the end
         self.spooled = {s: [0, 0] for s in DATA_STREAMS}
         self.marked = {s: [0, 0] for s in DATA_STREAMS}
-        self.agent_exited = False
+        self.late = False  # the chunk being split was read after the agent exited
         self.last_mono_ns = meta.get("mono_start_ns") or 0
         self.rows: list[tuple] = []
         self.row_bytes = 0
@@ -179,7 +248,7 @@ class Ingest:
             self.before_gap.discard(stream)
             ex.kind = "invalid"
             ex.parse_error = "recording gap: the rest of this frame was not recorded"
-        if stream == C2A and self.agent_exited and not ex.anomaly:
+        if stream == C2A and self.late and not ex.anomaly:
             ex.anomaly = AFTER_EXIT
         self._row(mono, wall, direction, raw, newline, ex)
 
@@ -225,7 +294,8 @@ class Ingest:
         if name in EOF_EVENTS:
             self._flush_partial(EOF_EVENTS[name], mono, wall)
         elif name == "recording_gap":
-            streams = [s for s, n in STREAM_NAMES.items() if n == ev.get("stream")] or [C2A, A2C, STDERR]
+            streams = [s for s in (C2A, A2C, STDERR, EVENT)
+                       if STREAM_NAMES[s] == ev.get("stream")] or [C2A, A2C, STDERR]
             frames, nbytes = int(ev.get("frames") or 0), int(ev.get("bytes") or 0)
             for s in streams:
                 if s != EVENT:
@@ -243,7 +313,6 @@ class Ingest:
             self.agent_pid = ev.get("pid")
         elif name == "exit":
             self.exit = ev
-            self.agent_exited = True
         if name == "end":
             for s in (C2A, A2C, STDERR):
                 self._flush_partial(s, mono, wall)
@@ -263,6 +332,10 @@ class Ingest:
             self.last_mono_ns = r.mono_ns
             if r.stream == EVENT:
                 self.event(r.data, r.mono_ns, r.wall_ns)
+            elif r.stream == C2A_LATE:
+                self.late = True
+                self.data(C2A, r.data, r.mono_ns, r.wall_ns)
+                self.late = False
             else:
                 self.data(r.stream, r.data, r.mono_ns, r.wall_ns)
 
@@ -273,10 +346,9 @@ class Ingest:
         now = time.monotonic()
         if self.rows and (force or len(self.rows) >= BATCH_ROWS or self.row_bytes >= BATCH_BYTES
                           or (not behind and now - self.last_flush >= BATCH_SECONDS)):
-            store = self.store.get()
-            if store is None:
+            rows = self.rows
+            if not self.store.write(lambda store: store.insert_frames(rows)):
                 return False
-            store.insert_frames(self.rows)
             self.rows = []
             self.row_bytes = 0
             self.last_flush = now
@@ -351,13 +423,20 @@ class Ingest:
                 self._flush_partial(s, mono, wall)
         if self.classifier.protocol is None and self.frame_count:
             self.classifier.protocol = "unknown"
-        store = self.store.wait(FINISH_WAIT_S)
-        if store is None:
-            return False
-        self.flush(force=True)
-        store.sync_blobs()
-        store.upsert_session(self.session_values(end_reason))
-        return True
+        deadline = time.monotonic() + FINISH_WAIT_S
+        values = self.session_values(end_reason)
+
+        def last(store: Store) -> None:
+            store.sync_blobs()
+            store.upsert_session(values)
+        while True:
+            if self.store.wait(max(0.0, deadline - time.monotonic())) is None:
+                return False
+            if self.flush(force=True) and self.store.write(last):
+                return True
+            if time.monotonic() >= deadline:  # a full disk that stays full
+                return False
+            time.sleep(0.2)
 
 
 def _lock_shared(path: str):
@@ -395,12 +474,15 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     """Open the chosen DB, or a sibling file when another writer keeps it locked or it is
     unusable (and say so)."""
     handle = DB(db)
+    _Word.quiet = True
     try:
         if handle.wait(LOCKED_AT_START_S) is not None:
             return handle, db, spool_path
         problem = f"{db} is in use by another process"
     except UserError as e:
         problem = e.one_line()
+    finally:
+        _Word.quiet = False
     root, ext = os.path.splitext(db)
     sibling = f"{root}.{session_id}{ext or '.db'}"
     _say(f"{problem}; recording this session into {sibling} instead")
@@ -457,7 +539,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             if not follow:
                 end_reason = "recovered"
                 break
-            if stop["flag"] or os.getppid() != proxy_pid:
+            if stop["flag"] or os.getppid() != proxy_pid or writer_closed(spool_path):
                 # The proxy is gone without its end marker (SIGKILL): take what reached the disk.
                 time.sleep(0.05)
                 while records := reader.read_available():
@@ -474,7 +556,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             end_reason = "agent_exit"
         torn = reader.torn_bytes + reader.skipped_bytes
         if not ing.finish(end_reason, counters):
-            raise UserError(f"{db} stayed locked by another process for {FINISH_WAIT_S:.0f} s")
+            raise UserError(f"{db} stayed locked by another process or the disk stayed full "
+                            f"for {FINISH_WAIT_S:.0f} s")
         reader.close()
         if (ing.anomalies or ing.invalid) and not meta.get("quiet"):
             bits = [f"{n} {what}" for n, what in ((ing.invalid, "not JSON-RPC (batch, bad JSON, …)"),
@@ -540,6 +623,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     os.umask(0o077)
+    _Word.enabled = True
     spool_path = argv[0]
     try:
         summary = ingest_spool(spool_path, follow=True)

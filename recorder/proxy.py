@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,10 +23,21 @@ from .edge import PROXY, say
 from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 from .relay import Pump
-from .spool import A2C, C2A, STDERR, SpoolWriter
+from .spool import A2C, C2A, C2A_LATE, STDERR, SpoolWriter
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PUMP_DRAIN_AFTER_EXIT_S = 2.0
+# A client that hangs up (closes the proxy's stdout) ends the session: the agent's stdin is
+# closed at once, SIGTERM goes to its process group after HANGUP_TERM_S if it still runs, SIGKILL
+# HANGUP_KILL_S later. Meanwhile what it writes is read (so it never blocks on a full pipe) and
+# recorded up to HANGUP_RECORD_BYTES; the rest is counted in a recording_gap.
+HANGUP_TERM_S = 1.0
+HANGUP_KILL_S = 3.0
+HANGUP_RECORD_BYTES = 64 << 10
+HANGUP_GAP = "not recorded: the client had hung up"
+# A DB held by another process delays the proxy's exit by at most this much: the loader then
+# finishes in the background (or leaves the spool to the next load).
+HELD_GRACE_S = 1.0
 
 
 @dataclass
@@ -41,6 +53,7 @@ class ProxyOptions:
     quiet: bool = False
     loader_wait_s: float = 30.0
     max_pending: int | None = None
+    no_loss: bool = False  # slow the relay down rather than drop chunks from the recording
 
 
 def new_session_id() -> str:
@@ -72,7 +85,7 @@ def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
             continue
         spool = spool_path_for(db, session_id)
         try:
-            writer = SpoolWriter(spool, dict(meta, db=db), **(
+            writer = SpoolWriter(spool, dict(meta, db=db), no_loss=opts.no_loss, **(
                 {"max_pending": opts.max_pending} if opts.max_pending else {}))
         except OSError as e:
             last_error = f"cannot create {spool}: {e.strerror}"
@@ -85,20 +98,81 @@ def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
 
 
 def _start_loader(spool_path: str, note: _Notes):
+    """The loader process and the read end of the pipe that carries its notes and its word on
+    the DB (`held` / `free`): the client's stderr is never the loader's, so a loader finishing in
+    the background does not keep the client waiting for EOF there."""
     # The loader runs in the interpreter that runs us, where wire_recorder is installed. (No
     # PYTHONPATH of our own: the package's parent folder would put its `recorder`, `replay` and
     # `analysis` on the path as top-level names.)
+    r, w = os.pipe()
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "wire_recorder.recorder.loader", spool_path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, stdout=w, stderr=w,
             # Its own session: a Ctrl-C for the agent must not stop the recording mid-write.
             start_new_session=True,
         )
     except OSError as e:
+        os.close(r)
         note(f"cannot start the recorder process ({e.strerror}); the spool {spool_path} "
              f"keeps the session: run `{PROXY} recover {spool_path}` later", always=True)
-        return None
+        return None, None
+    finally:
+        os.close(w)
+    return proc, r
+
+
+class _LoaderNotes(threading.Thread):
+    """Relays the loader's notes to our stderr while we run and follows whether it says the DB
+    is held by another process."""
+
+    def __init__(self, fd: int):
+        super().__init__(name="loader-notes", daemon=True)
+        self.fd = fd
+        self.held_since: float | None = None
+        self.changed = threading.Event()
+
+    def run(self) -> None:
+        buf = b""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            *lines, buf = (buf + data).split(b"\n")
+            for line in lines:
+                if line == b"held":
+                    if self.held_since is None:
+                        self.held_since = time.monotonic()
+                elif line == b"free":
+                    self.held_since = None
+                else:
+                    try:
+                        os.write(2, line + b"\n")
+                    except OSError:
+                        pass
+            self.changed.set()
+        self.changed.set()
+
+    def wait_for(self, loader: subprocess.Popen, timeout: float) -> str:
+        """'done' when the loader exited, 'held' when it waited for the DB for HELD_GRACE_S,
+        'timeout' otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if loader.poll() is not None:
+                return "done"
+            now = time.monotonic()
+            held = self.held_since
+            if held is not None and now - held >= HELD_GRACE_S:
+                return "held"
+            if now >= deadline:
+                return "timeout"
+            until = deadline if held is None else min(deadline, held + HELD_GRACE_S)
+            # its pipe closes when it exits: the wake-up comes from there, not from a poll
+            self.changed.wait(max(0.0, min(until - now, 0.005 if not self.is_alive() else 5.0)))
+            self.changed.clear()
 
 
 @contextlib.contextmanager
@@ -171,10 +245,14 @@ def run_proxy(opts: ProxyOptions) -> int:
     with _signals_for_main_thread_only():
         writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
     unrecorded = [0, 0]  # frames, bytes relayed while recording was off
+    agent_done = threading.Event()
 
     def recorder_for(stream: int):
         if writer is not None:
             put = writer.put
+            if stream == C2A:
+                # what the client sends once the agent is gone is recorded as such
+                return lambda data: put(C2A_LATE if agent_done.is_set() else C2A, data)
             return lambda data: put(stream, data)
 
         def count(data: bytes) -> None:
@@ -200,7 +278,7 @@ def run_proxy(opts: ProxyOptions) -> int:
     if writer is not None:
         writer.event("spawn", argv=opts.command, cwd=meta["cwd"], pid=proc.pid)
         note(f"recording session {session_id} into {db}")
-    loader = _start_loader(writer.path, note) if writer is not None else None
+    loader, notes_fd = _start_loader(writer.path, note) if writer is not None else (None, None)
 
     def forward(signum, _frame):
         if writer is not None:
@@ -226,30 +304,65 @@ def run_proxy(opts: ProxyOptions) -> int:
     # all three are pipes (Popen above): never None
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     agent_stdin = proc.stdin
+    stop_r, stop_w = os.pipe()  # ends the c2a pump from another thread (hang-up, agent exit)
+    hung_up = threading.Event()
 
     def client_eof():
-        event("client_eof")
+        if hung_up.is_set() and not agent_done.is_set():
+            event("agent_stdin_closed", reason="client hung up")
+        elif not pumps[0].stopped:
+            event("client_eof")
         try:
             agent_stdin.close()
         except OSError:
             pass
+
+    def hangup_sequence():
+        for sig, delay in ((signal.SIGTERM, HANGUP_TERM_S), (signal.SIGKILL, HANGUP_KILL_S)):
+            if agent_done.wait(delay):
+                return
+            event("signal", signal=sig.name, forwarded_to=proc.pid, reason="client hung up")
+            try:
+                os.killpg(proc.pid, sig)
+            except OSError:
+                pass
+
+    def client_hangup(e: OSError) -> None:
+        event("client_hangup", where="write to client stdout", error=e.strerror or str(e))
+        hung_up.set()
+        os.write(stop_w, b"x")  # the c2a pump closes the agent's stdin: EOF first
+        threading.Thread(target=hangup_sequence, name="hangup", daemon=True).start()
+
+    a2c_record = recorder_for(A2C)
+    if writer is not None and a2c_record is not None:
+        put_a2c, after_hangup = a2c_record, [0]
+
+        def a2c_record(data: bytes) -> None:
+            if hung_up.is_set():
+                if after_hangup[0] >= HANGUP_RECORD_BYTES:
+                    writer.discard(A2C, data, HANGUP_GAP)
+                    return
+                after_hangup[0] += len(data)
+            put_a2c(data)
 
     pumps = [
         Pump("c2a", 0, agent_stdin.fileno(), recorder_for(C2A), on_eof=client_eof,
              on_dst_error=lambda e: event("proxy_error", where="write to agent stdin",
                                           error=e.strerror or str(e)),
              on_src_error=lambda e: event("proxy_error", where="read client stdin",
-                                          error=e.strerror or str(e))),
-        Pump("a2c", proc.stdout.fileno(), 1, recorder_for(A2C),
-             on_eof=lambda: event("agent_stdout_eof"),
-             on_dst_error=lambda e: event("client_hangup", where="write to client stdout",
-                                          error=e.strerror or str(e))),
+                                          error=e.strerror or str(e)),
+             stop_fd=stop_r),
+        Pump("a2c", proc.stdout.fileno(), 1, a2c_record,
+             on_eof=lambda: event("agent_stdout_eof"), on_dst_error=client_hangup),
         Pump("stderr", proc.stderr.fileno(), 2, recorder_for(STDERR),
              on_eof=lambda: event("agent_stderr_eof")),
     ]
+    notes = _LoaderNotes(notes_fd) if notes_fd is not None else None
     with _signals_for_main_thread_only():
         for p in pumps:
             p.start()
+        if notes is not None:
+            notes.start()
 
     while True:
         try:
@@ -257,6 +370,7 @@ def run_proxy(opts: ProxyOptions) -> int:
             break
         except KeyboardInterrupt:  # only if a handler could not be installed
             continue
+    agent_done.set()
     deadline = time.monotonic() + PUMP_DRAIN_AFTER_EXIT_S
     for p in pumps[1:]:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -265,17 +379,28 @@ def run_proxy(opts: ProxyOptions) -> int:
         event("exit", code=None, signal=signal.Signals(-rc).name, signum=-rc, exit_status=code)
     else:
         event("exit", code=rc, signal=None, signum=None, exit_status=code)
+    # What the client sent meanwhile is taken in and recorded (after the exit row: never
+    # delivered), then the c2a pump stops: nothing it reads later goes unrecorded.
+    os.write(stop_w, b"x")
+    pumps[0].join(max(0.5, deadline - time.monotonic()))
 
     if writer is not None:
+        writer.set_exit(code)
         writer.close(exit_status=code)
         if writer.lost_frames or writer.lost_chunks:
             note(f"{writer.lost_frames} frames ({writer.lost_bytes} bytes) were relayed but could "
                  f"not be recorded ({writer.write_error or 'disk too slow'}); the gap is marked "
                  "in the recording", always=True)
-        if loader is not None:
-            try:
-                loader.wait(timeout=opts.loader_wait_s)
-            except subprocess.TimeoutExpired:
+        if writer.discarded_frames or writer.discarded_bytes:
+            note(f"the client hung up: the agent's last {writer.discarded_frames} frames "
+                 f"({writer.discarded_bytes} bytes) were not recorded (counted in the recording)")
+        if loader is not None and notes is not None:
+            how = notes.wait_for(loader, opts.loader_wait_s)
+            if how == "held":
+                note(f"{db} cannot be written now (in use by another process, or its disk is "
+                     f"full): the recording is saved in the background once it can be (pid "
+                     f"{loader.pid}); until then it is in {writer.path}", always=True)
+            elif how == "timeout" and opts.loader_wait_s > 0:
                 note(f"still saving the recording in the background (pid {loader.pid}) into {db}",
                      always=True)
     elif opts.record:

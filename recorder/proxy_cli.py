@@ -29,7 +29,11 @@ options:
                      (redaction of the stored copy is on by default; relayed bytes never change)
   --snapshot-workdir store the agent's work dir files too (bounded, redacted), not only
                      their manifest: wire-replay then runs the agent in a copy of them
-  --wait SECONDS     at exit, wait this long for the recording to be saved (default 30)
+  --wait SECONDS     at exit, wait this long for the recording to be saved (default 30;
+                     a DB held by another process is left to finish in the background
+                     after 1 s, 0 = never wait)
+  --no-loss          when the disk falls behind, slow the relay down instead of dropping
+                     frames from the recording (by default the relay never waits)
   -q, --quiet        no notes on stderr (problems are still reported)
   --version          print the version
   -h, --help         this help
@@ -91,6 +95,8 @@ def parse_args(argv: list[str]):
             opts.redact = False
         elif arg == "--snapshot-workdir":
             opts.snapshot_workdir = True
+        elif arg == "--no-loss":
+            opts.no_loss = True
         elif arg in ("-h", "--help"):
             return "help"
         elif arg == "--version":

@@ -8,12 +8,17 @@ writing it on; no disk or parsing work sits between a read and the write it feed
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Callable
 
 from .spool import write_all
 
 READ_SIZE = 64 * 1024  # 1 MiB reads measured 2x slower than 64 KiB here
+# Once told to stop, a pump still takes in what is already waiting, up to this much: frames a
+# client sent after the agent exited are recorded, a client that keeps sending cannot hold the
+# proxy open.
+STOP_DRAIN_BYTES = 1 << 20
 
 
 class Pump(threading.Thread):
@@ -23,7 +28,8 @@ class Pump(threading.Thread):
                  record: Callable[[bytes], None] | None,
                  on_eof: Callable[[], None] | None = None,
                  on_dst_error: Callable[[OSError], None] | None = None,
-                 on_src_error: Callable[[OSError], None] | None = None):
+                 on_src_error: Callable[[OSError], None] | None = None,
+                 stop_fd: int | None = None):
         super().__init__(name=name, daemon=True)
         self.src_fd = src_fd
         self.dst_fd = dst_fd
@@ -31,13 +37,29 @@ class Pump(threading.Thread):
         self.on_eof = on_eof
         self.on_dst_error = on_dst_error
         self.on_src_error = on_src_error
+        # A pump given a stop fd waits for its source or that fd, so another thread can end it
+        # without closing an fd under it (a closed fd number is reused at once).
+        self.stop_fd = stop_fd
+        self.stopped = False
         self.bytes = 0
 
     def run(self) -> None:
         src, dst, record = self.src_fd, self.dst_fd, self.record
         read = os.read
+        poller = None
+        if self.stop_fd is not None:
+            poller = select.poll()
+            poller.register(src, select.POLLIN)
+            poller.register(self.stop_fd, select.POLLIN)
+        after_stop = 0
         try:
             while True:
+                if poller is not None:
+                    ready = dict(poller.poll(0 if self.stopped else None))
+                    if self.stop_fd in ready:
+                        self.stopped = True
+                    if self.stopped and (src not in ready or after_stop >= STOP_DRAIN_BYTES):
+                        break
                 try:
                     data = read(src, READ_SIZE)
                 except OSError as e:
@@ -46,6 +68,8 @@ class Pump(threading.Thread):
                     break
                 if not data:
                     break
+                if self.stopped:
+                    after_stop += len(data)
                 self.bytes += len(data)
                 if record is not None:
                     # Queued before the write (an in-memory append, about a microsecond): a

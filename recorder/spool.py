@@ -52,9 +52,13 @@ META_LEN_OFFSET = COUNTERS_OFFSET + COUNTERS.size
 MAX_RECORD = 1 << 30
 
 C2A, A2C, STDERR, EVENT = 0, 1, 2, 3
-STREAM_NAMES = {C2A: "c2a", A2C: "a2c", STDERR: "stderr", EVENT: "proxy"}
+# client bytes read after the agent exited: c2a, never delivered (format 2 only)
+C2A_LATE = 4
+STREAM_NAMES = {C2A: "c2a", A2C: "a2c", STDERR: "stderr", EVENT: "proxy", C2A_LATE: "c2a"}
 DATA_STREAMS = (C2A, A2C, STDERR)
-EXIT_KNOWN = 1  # the counters' flag word: the agent's exit status is in the last word
+# the counters' flag word: the agent's exit status is in the last word; the writer is done
+# (its end marker is on disk, or could not be written: a full disk)
+EXIT_KNOWN, CLOSED = 1, 2
 
 # How long a chunk may sit in memory before it is on disk. This bounds what a SIGKILL can take
 # while the disk keeps up.
@@ -124,7 +128,6 @@ def _gap_entry(stream: int, counts: list[int], reason: str) -> tuple:
 
 
 QUEUE_FULL = "spool queue full (disk too slow)"
-AFTER_CLOSE = "relayed after the recording was closed"
 
 
 def header_bytes(meta: dict) -> bytes:
@@ -178,6 +181,9 @@ class SpoolWriter:
         self._counted = [0] * 6  # bytes and newlines per data stream, as in the counters block
         # chunks/bytes/newlines dropped per stream since the last gap marker
         self._dropped: dict[int, list[int]] = {}
+        self._discarded: dict[tuple[int, str], list[int]] = {}
+        self.discarded_bytes = 0  # not recorded on purpose (after a hang-up); not in lost_*
+        self.discarded_frames = 0
         self.lost_chunks = 0
         self.lost_bytes = 0
         self.lost_frames = 0
@@ -185,6 +191,7 @@ class SpoolWriter:
         # per stream (chunks, bytes, frames) that failed to reach the file, not yet marked there
         self._unwritten: dict[int, list[int]] = {}
         self._debt = 0  # zero bytes that complete a record cut by a partial write
+        self._flags = 0
         self._wake = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
@@ -192,6 +199,8 @@ class SpoolWriter:
 
     # -- called from relay threads -------------------------------------------------------------
     def _count(self, stream: int, n: int, lines: int) -> None:
+        if stream == C2A_LATE:
+            stream = C2A
         c = self._counted
         c[stream] += n
         c[stream + 3] += lines
@@ -228,6 +237,19 @@ class SpoolWriter:
             if self._pending > WAKE_BYTES:
                 self._wake.set()
 
+    def discard(self, stream: int, data: bytes, reason: str) -> None:
+        """Count a chunk that is relayed (or read) but deliberately not recorded; one gap
+        marker per stream and reason says how much, when the spool closes."""
+        lines = data.count(b"\n")
+        with self._lock:
+            self._count(stream, len(data), lines)
+            d = self._discarded.setdefault((stream, reason), [0, 0, 0])
+            d[0] += 1
+            d[1] += len(data)
+            d[2] += lines
+            self.discarded_bytes += len(data)
+            self.discarded_frames += lines
+
     def event(self, event: str, **data) -> None:
         """Record a lifecycle event (spawn, exit, signal, proxy_error...)."""
         self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), _event_bytes(event, **data)))
@@ -238,7 +260,8 @@ class SpoolWriter:
         m = self._map
         if m is not None:
             _Q.pack_into(m, COUNTERS_OFFSET + 56, status)
-            _Q.pack_into(m, COUNTERS_OFFSET + 48, EXIT_KNOWN)
+            self._flags |= EXIT_KNOWN
+            _Q.pack_into(m, COUNTERS_OFFSET + 48, self._flags)
 
     # -- writer thread ------------------------------------------------------------------------
     def _drain(self) -> None:
@@ -303,8 +326,10 @@ class SpoolWriter:
                     # this stream's earlier loss is marked in the file now
                     self._unwritten.pop(markers[i - first_marker], None)
                 continue
-            if start < done:  # cut inside this record
-                debt = end - done if (stream == -1 or done - start >= REC_HSIZE) else 0
+            if stream == -1:  # the zeros still owed: all that did not reach the file
+                debt = end - max(start, done)
+            elif start < done:  # cut inside this record
+                debt = end - done if done - start >= REC_HSIZE else 0
             if data is not None:
                 u = self._unwritten.setdefault(stream, [0, 0, 0])
                 lines = data.count(b"\n")  # only on this rare path, never per batch
@@ -331,6 +356,9 @@ class SpoolWriter:
             for stream, counts in self._dropped.items():
                 self._q.append(_gap_entry(stream, counts, QUEUE_FULL))
             self._dropped.clear()
+            for (stream, reason), counts in self._discarded.items():
+                self._q.append(_gap_entry(stream, counts, reason))
+            self._discarded.clear()
             self._closed = True
             self._space.notify_all()
         self._wake.set()
@@ -340,6 +368,8 @@ class SpoolWriter:
         self._q.append((EVENT, time.monotonic_ns(), time.time_ns(), end))
         self._drain()
         if self._map is not None:
+            self._flags |= CLOSED
+            _Q.pack_into(self._map, COUNTERS_OFFSET + 48, self._flags)
             try:
                 self._map.close()
             except (BufferError, ValueError):
@@ -356,6 +386,17 @@ class SpoolRecord:
         self.mono_ns = mono_ns
         self.wall_ns = wall_ns
         self.data = data
+
+
+def writer_closed(path: str) -> bool:
+    """Whether the proxy closed this version-2 spool (even if its end marker never made it)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(COUNTERS_OFFSET + COUNTERS.size)
+    except OSError:
+        return False
+    return head.startswith(MAGIC) and len(head) == COUNTERS_OFFSET + COUNTERS.size and bool(
+        _Q.unpack_from(head, COUNTERS_OFFSET + 48)[0] & CLOSED)
 
 
 def read_counters(path: str) -> tuple[list[int], int | None] | None:
