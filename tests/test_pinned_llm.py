@@ -209,14 +209,16 @@ def _edited(src: Path, dest: Path, old: str, new: str) -> Path:
 
 
 def test_a_recording_that_cannot_yield_a_pinned_llm_is_one_line(tmp_path, kimi_exe):
-    # kimi's offline model reads its scripts line by line: a text with a line break is unsayable
+    # kimi's offline model reads its scripts line by line: a text with a line break goes to the
+    # model on loopback, whose kimi provider reads no cache creation (the sample's usage has it)
     bad = _edited(SAMPLES / "multi_step.jsonl", tmp_path / "multi_step.jsonl",
                   '"text":"Now step two."', '"text":"Now\\nstep two."')
     home = tmp_path / "home"
     home.mkdir()
     p = run_cli([bad, "--cwd", tmp_path, "--", kimi_exe, "--wire"], env={"HOME": str(home)})
-    line = assert_one_line_error(p, 2, "turn 1, step 2", "recorded frame 17", "line break",
-                                 "--live-llm")
+    line = assert_one_line_error(p, 2, "turn 1, step 2 (recorded frame 16)", "cache creation",
+                                 "nor can kimi's offline model say turn 1, step 2 (recorded "
+                                 "frame 17): the model's text has a line break", "--live-llm")
     assert "multi_step.jsonl" in line
     assert list(home.iterdir()) == []
     # ACP does not show what a subagent's model said
@@ -339,3 +341,107 @@ def test_a_hook_in_the_users_config_makes_a_session_red(changed_agents):
     # the user's hook is announced in initialize's answer, then blocks the Shell call
     assert "hooks.configured.PreToolUse" in result.first.message, result.first
     assert any("no shell here" in d.message for d in result.divergences), result.divergences
+
+
+# -- line breaks: the model on loopback ------------------------------------------------------------
+
+LINES = "I will run it:\n- echo hi\r\nthen report.\u2028Done planning."
+
+
+def line_break_calls() -> list[dict]:
+    """A real model's habits: thinking and text with line breaks, an approved Shell call whose
+    arguments stream in two parts, a 503 retried by kimi, an exhausted model at turn 2."""
+    return [
+        {"where": "turn 1, step 1", "kind": "answer", "id": "chatcmpl-1",
+         "usage": {"input_other": 900, "output": 40, "input_cache_read": 300},
+         "parts": [{"type": "think", "think": "The user wants a shell.\nLet me plan."},
+                   {"type": "text", "text": LINES},
+                   {"type": "tool_call", "id": "call-1", "name": "Shell",
+                    "arguments": '{"command": '},
+                   {"type": "tool_call_part", "arguments_part": '"echo hi"}'}]},
+        {"where": "turn 1, step 2 attempt 1", "kind": "error",
+         "error": {"kind": "status", "status_code": 503, "message": None}},
+        {"where": "turn 1, step 2", "kind": "answer", "id": "chatcmpl-2",
+         "usage": {"input_other": 1000, "output": 12, "input_cache_read": 0},
+         "parts": [{"type": "text", "text": "It printed:\n\n    hi\n"}]},
+    ]
+
+
+@pytest.fixture(scope="module")
+def line_break_session(kimi_exe, tmp_path_factory):
+    """Recorded through wire-proxy from the real kimi whose "kimi" provider streams from the
+    loopback model (a real kimi run with a real stream, as against a real LLM), then replayed
+    with only the agent command and a fresh HOME: twice, and once with --yolo."""
+    from types import SimpleNamespace
+
+    from tests.harness.kimi_peer import clean_env
+    from tests.harness.scripted_client import Approval, ClientPlan, Prompt, run_client
+    from wire_recorder.replay.agents.kimi import EXHAUSTED, PathMap, answers_for
+    from wire_recorder.replay.agents.llm_server import LoopbackModel
+
+    root = tmp_path_factory.mktemp("lines")
+    home, work = root / "home", root / "work"
+    home.mkdir()
+    work.mkdir()
+    model = LoopbackModel(lambda n: EXHAUSTED.format(n=n))
+    model.serve(answers_for(SimpleNamespace(path="-", session_id="-"), line_break_calls(),
+                            PathMap(None, None)))
+    cfg = root / "config.toml"
+    cfg.write_text(f'default_model = "real"\ntelemetry = false\n[models.real]\n'
+                   f'provider = "cloud"\nmodel = "some-model"\nmax_context_size = 200000\n'
+                   f'[providers.cloud]\ntype = "kimi"\nbase_url = "{model.start()}"\n'
+                   f'api_key = "{model.key}"\n', encoding="utf-8")
+    db = root / "lines.db"
+    try:
+        rec = run_client([WIRE_PROXY, "-q", "--db", str(db), "--", str(kimi_exe), "--config-file",
+                          str(cfg), "--wire", "-w", str(work)],
+                         ClientPlan(prompts=[Prompt("Run echo hi"), Prompt("And again")],
+                                    approval_default=Approval.approve()),
+                         env={**clean_env(), "HOME": str(home)}, cwd=work, timeout=90)
+    finally:
+        model.stop()
+    assert model.served == 4  # three answers, then the exhausted one
+
+    def replay(case: str):
+        r = tmp_path_factory.mktemp(case)
+        (r / "home").mkdir()
+        (r / "work").mkdir()
+        argv = [str(kimi_exe), "--wire"] + (["--yolo"] if case == "yolo" else [])
+        extra = ["--write-llm-script", str(r / "served.json")] if case == "green1" else []
+        p = run_cli([db, "--cwd", r / "work", *extra, "--", *argv],
+                    env={"HOME": str(r / "home")})
+        return case, (p, r)
+
+    return rec, db, dict(parallel(replay, ["green1", "green2", "yolo"], workers=3))
+
+
+def test_a_session_whose_model_said_line_breaks_replays_green_twice(line_break_session):
+    rec, db, runs = line_break_session
+    events = [f.msg["params"] for f in rec.frames if f.dir == "a2c" and f.method == "event"]
+    said = [e["payload"] for e in events if e["type"] == "ContentPart"]
+    assert {"type": "text", "text": LINES} in said  # the line breaks went through kimi intact
+    assert any(e["type"] == "StepRetry" for e in events)
+    status = [e["payload"] for e in events if e["type"] == "StatusUpdate" and
+              e["payload"].get("message_id") == "chatcmpl-1"]
+    assert status and status[0]["token_usage"] == {"input_other": 900, "output": 40,
+                                                   "input_cache_read": 300,
+                                                   "input_cache_creation": 0}, status
+    derived = load(db)
+    calls = derived.adapter.part("llm_calls").llm_calls(derived.msgs, derived.client_requests)
+    assert [c["kind"] for c in calls["calls"]] == ["answer", "error", "answer", "exhausted"]
+    for case in ("green1", "green2"):
+        p, r = runs[case]
+        assert p.returncode == 0, (p.stdout.decode()[-3000:], p.stderr.decode()[-2000:])
+        assert list((r / "home").iterdir()) == []
+    out = runs["green1"][0].stdout.decode()
+    assert "loopback" in out, out[-2000:]
+    served = json.loads((runs["green1"][1] / "served.json").read_text(encoding="utf-8"))
+    assert [a.get("status") for a in served] == [None, 503, None]
+    assert served[0]["stream"][1]["choices"][0]["delta"] == {"content": LINES}
+
+
+def test_yolo_makes_the_line_break_session_red(line_break_session):
+    p, _ = line_break_session[2]["yolo"]
+    out = p.stdout.decode()
+    assert p.returncode == 1, (out[-3000:], p.stderr.decode()[-2000:])
+    assert "ApprovalRequest" in out, out[-3000:]

@@ -1,7 +1,11 @@
 """kimi-cli with its LLM pinned to a recording: the offline `_scripted_echo` provider kimi ships
 answers each LLM call with the next script of a JSON list (kimi's parser:
 `kosong/chat_provider/echo/dsl.py`), and the scripts are what the recording says the model
-answered (recorder/protocols/<p>/llm_calls.py).
+answered (recorder/protocols/<p>/llm_calls.py). That language is line based: a recording whose
+model said a line break (as real models do in nearly every answer), or a call it cannot say
+otherwise, is served instead from a model on loopback (llm_server.py) to kimi's own "kimi"
+provider type (OpenAI chat-completions, thinking as `reasoning_content`), the same calls
+streamed as the recorded parts.
 
 The agent keeps its own configuration: the config the user's command names (`--config-file`,
 `--config`) or the one in its HOME (`$HOME/.kimi/config.toml`) is copied into a scratch HOME
@@ -29,6 +33,7 @@ from wire_recorder.recorder.errors import InputError, OutputError
 
 from ..normalize import WorkDirRewrite
 from . import LlmPin
+from .llm_server import LoopbackModel
 
 if TYPE_CHECKING:
     from ..recording import Recording
@@ -54,6 +59,9 @@ CREDENTIALS = {"access_token": "wire-replay-offline", "refresh_token": "wire-rep
 # str.splitlines() breaks at these, and kimi's script parser reads line by line
 LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 COMPACTION_STAND_IN = "(the compaction summary is not in the recording)"
+EXHAUSTED = "ScriptedEchoChatProvider exhausted at turn {n}."  # what kimi's echo model says
+SERVED_TYPE = "kimi"  # the provider type the loopback model speaks to
+SERVED_MODEL = "wire-replay"
 LIVE_LLM_HINT = "replay with --live-llm to use the agent's own model instead"
 
 
@@ -103,9 +111,11 @@ def derive(rec: Recording) -> dict[str, Any]:
 def _cannot(rec: Recording, call: Mapping[str, Any], why: str,
             part: Mapping[str, Any] | None = None) -> InputError:
     frame = (part or {}).get("frame") or call.get("frame")
-    return InputError(f"{rec.path}: cannot pin the LLM of session {rec.session_id} to the "
-                      f"recording: {call.get('where')} (recorded frame {frame}): {why}",
-                      LIVE_LLM_HINT)
+    what = f"{call.get('where')} (recorded frame {frame}): {why}"
+    error = InputError(f"{rec.path}: cannot pin the LLM of session {rec.session_id} to the "
+                       f"recording: {what}", LIVE_LLM_HINT)
+    error.what = what
+    return error
 
 
 def _one_line(rec: Recording, call: Mapping[str, Any], what: str, value: str,
@@ -189,17 +199,25 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
             lines.append(f"{ptype}: " + _json({"url": p.get("url"), "id": p.get("id")}))
         else:
             raise _cannot(rec, call, f"a part of type {ptype!r} the offline model cannot say", p)
-    if call.get("kind") == "compaction" and not call.get("parts"):
-        # the summary never reaches the client: a stand-in of its length (kimi's estimate of
-        # the context after the compaction, which the client sees, counts its characters)
-        length = call.get("summary_length")
-        text = COMPACTION_STAND_IN
-        if isinstance(length, int) and length > 0:
-            text = (text + "." * length)[:length]
-        lines.append("text: " + _quoted(text))
+    stand_in = _stand_in(call)
+    if stand_in is not None:
+        lines.append("text: " + _quoted(stand_in))
     if not any(not ln.startswith(("id:", "usage:")) for ln in lines):
         raise _cannot(rec, call, "the model's answer has no parts")
     return "\n".join(lines)
+
+
+def _stand_in(call: Mapping[str, Any]) -> str | None:
+    """A compaction's summary never reaches the client: a stand-in of its length (kimi's
+    estimate of the context after the compaction, which the client sees, counts its
+    characters)."""
+    if call.get("kind") != "compaction" or call.get("parts"):
+        return None
+    length = call.get("summary_length")
+    text = COMPACTION_STAND_IN
+    if isinstance(length, int) and length > 0:
+        text = (text + "." * length)[:length]
+    return text
 
 
 def _error_line(rec: Recording, call: Mapping[str, Any], error: Mapping[str, Any]) -> str:
@@ -221,6 +239,146 @@ def scripts_for(rec: Recording, calls: Sequence[Mapping[str, Any]], paths: PathM
             break  # the recorded model had no answer left: nor has the pinned one
         out.append(script_for(rec, call, paths))
     return out
+
+
+# -- the same calls, served from loopback to kimi's "kimi" provider type ----------------------
+# (kosong/chat_provider/kimi.py reads the stream: one part per chunk, `reasoning_content` a
+# think part, `content` a text part, a tool call with a name a call and without one a part of
+# its arguments; the chunk id the message id; usage from the chunk that has it, `cached_tokens`
+# the cache reads. Errors are HTTP statuses whose plain-text body is the message kimi reports.)
+
+
+def _chunk(call: Mapping[str, Any], **body: Any) -> dict[str, Any]:
+    return {"id": str(call.get("id") or ""), "object": "chat.completion.chunk", "created": 0,
+            "model": SERVED_MODEL, **body}
+
+
+def _delta(call: Mapping[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    return _chunk(call, choices=[{"index": 0, "delta": delta, "finish_reason": None}])
+
+
+def answer_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> dict[str, Any]:
+    """One call as the loopback model serves it (see llm_server.py)."""
+    if call.get("problem"):
+        raise _cannot(rec, call, str(call["problem"]))
+    where = str(call.get("where"))
+    error = call.get("error")
+    if error and call.get("parts"):  # broke off mid-stream: kimi words it "Error: <message>"
+        message = str(error.get("message") or "")
+        if not message.startswith("Error: "):
+            raise _cannot(rec, call, "the answer broke off mid-stream with a provider error "
+                                     f"the served model cannot make ({message!r})")
+        answer = _stream(rec, call, paths, with_usage=False)
+        answer["stream_error"] = message[len("Error: "):]
+        return answer
+    if call.get("kind") == "error" or error:
+        return _status(rec, call, error or {}, where)
+    return _stream(rec, call, paths)
+
+
+def _status(rec: Recording, call: Mapping[str, Any], error: Mapping[str, Any],
+            where: str) -> dict[str, Any]:
+    code = error.get("status_code")
+    if error.get("kind") != "status" or not isinstance(code, int) or not 400 <= code <= 599:
+        # kimi reconnects once on its own after a connection error or timeout of its "kimi"
+        # provider, so the recorded attempts would not line up
+        raise _cannot(rec, call, f"a provider error the served model cannot make "
+                                 f"({dict(error)})")
+    message = "" if error.get("message") is None else str(error["message"])
+    if message != message.strip() or _is_json(message):
+        # the client library strips the body, and words a JSON body its own way
+        raise _cannot(rec, call, f"a provider error message the served model cannot make "
+                                 f"({message!r})")
+    return {"where": where, "status": code, "message": message}
+
+
+def _is_json(s: str) -> bool:
+    try:
+        json.loads(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _stream(rec: Recording, call: Mapping[str, Any], paths: PathMap,
+            with_usage: bool = True) -> dict[str, Any]:
+    chunks: list[dict[str, Any]] = []
+    index = -1
+    for p in call.get("parts") or []:
+        ptype = p.get("type")
+        if ptype in ("text", "think"):
+            value = p.get(ptype)
+            if not isinstance(value, str):
+                raise _cannot(rec, call, f"a {ptype} part without text", p)
+            if ptype == "text" and not value:
+                raise _cannot(rec, call, "an empty text part, which kimi's provider drops", p)
+            key = "content" if ptype == "text" else "reasoning_content"
+            chunks.append(_delta(call, {key: paths.plain(value)}))
+        elif ptype == "tool_call":
+            if not isinstance(p.get("id"), str) or not isinstance(p.get("name"), str) or \
+                    not p["name"]:
+                raise _cannot(rec, call, "a tool call without its id or name", p)
+            if p.get("extras") is not None:
+                raise _cannot(rec, call, "a tool call with extras, which kimi's provider "
+                                         "does not read", p)
+            index += 1
+            chunks.append(_delta(call, {"tool_calls": [{
+                "index": index, "id": p["id"], "type": "function",
+                "function": {"name": p["name"], "arguments": paths.args(p.get("arguments"))}}]}))
+        elif ptype == "tool_call_part":
+            part = p.get("arguments_part")
+            if not isinstance(part, str) or not part or index < 0:
+                raise _cannot(rec, call, "a tool call's argument part kimi's provider would "
+                                         "drop", p)
+            chunks.append(_delta(call, {"tool_calls": [{
+                "index": index, "function": {"arguments": paths.args(part)}}]}))
+        else:
+            raise _cannot(rec, call, f"a part of type {ptype!r} the served model cannot say", p)
+    stand_in = _stand_in(call)
+    if stand_in is not None:
+        chunks.append(_delta(call, {"content": stand_in}))
+    if not chunks:
+        raise _cannot(rec, call, "the model's answer has no parts")
+    usage = call.get("usage")
+    if with_usage and isinstance(usage, dict):
+        u = {k: int(usage.get(k) or 0) for k in ("input_other", "output", "input_cache_read",
+                                                  "input_cache_creation")}
+        if u["input_cache_creation"]:
+            raise _cannot(rec, call, "token usage with cache creation, which kimi's provider "
+                                     "does not read")
+        prompt = u["input_other"] + u["input_cache_read"]
+        chunks.append(_chunk(call, choices=[], usage={
+            "prompt_tokens": prompt, "completion_tokens": u["output"],
+            "total_tokens": prompt + u["output"], "cached_tokens": u["input_cache_read"]}))
+    return {"where": str(call.get("where")), "stream": chunks}
+
+
+def answers_for(rec: Recording, calls: Sequence[Mapping[str, Any]],
+                paths: PathMap) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        if call.get("kind") == "exhausted":
+            break  # past the answers, the served model says what kimi's echo model says
+        out.append(answer_for(rec, call, paths))
+    return out
+
+
+def pinned_answers(rec: Recording, calls: Sequence[Mapping[str, Any]],
+                   paths: PathMap) -> tuple[str, list[Any]]:
+    """("echo", scripts) when kimi's offline model can say every call, else ("served",
+    answers) for the loopback model. Raises the InputError of the served model (it says more)
+    when neither can."""
+    try:
+        return "echo", scripts_for(rec, calls, paths)
+    except InputError as echo:
+        try:
+            return "served", answers_for(rec, calls, paths)
+        except InputError as served:
+            said = getattr(echo, "what", None)
+            if said and said != getattr(served, "what", None):
+                served.message += f"; nor can kimi's offline model say {said}"
+                served.args = (served.message,)
+            raise served from None
 
 
 # -- the config -------------------------------------------------------------------------------
@@ -280,9 +438,11 @@ def _model_key(acp_id: str) -> tuple[str, bool]:
 
 
 def pinned_config(config: Mapping[str, Any], model_info: Mapping[str, Any],
-                  scripts_path: str, argv: Sequence[str] = ()) -> dict[str, Any]:
+                  scripts_path: str, argv: Sequence[str] = (),
+                  served: tuple[str, str] | None = None) -> dict[str, Any]:
     """`config` with only the model swapped: every model alias on the offline provider (for
-    ACP, the aliases the recording offered), with the context size the recording reports."""
+    ACP, the aliases the recording offered), with the context size the recording reports.
+    `served` (base URL, key): the loopback model instead, through kimi's "kimi" provider."""
     out = dict(config)
     own = config.get("models") if isinstance(config.get("models"), dict) else {}
     assert isinstance(own, dict)
@@ -329,8 +489,12 @@ def pinned_config(config: Mapping[str, Any], model_info: Mapping[str, Any],
     if out.get("default_model") not in models:
         out["default_model"] = next(iter(models))
     out["models"] = models
-    out["providers"] = {PROVIDER: {"type": "_scripted_echo", "base_url": "", "api_key": "",
-                                   "env": {SCRIPTS_ENV: scripts_path}}}
+    if served is not None:
+        out["providers"] = {PROVIDER: {"type": SERVED_TYPE, "base_url": served[0],
+                                       "api_key": served[1]}}
+    else:
+        out["providers"] = {PROVIDER: {"type": "_scripted_echo", "base_url": "", "api_key": "",
+                                       "env": {SCRIPTS_ENV: scripts_path}}}
     return out
 
 
@@ -399,6 +563,9 @@ def agent_env(env: Mapping[str, str] | None, home: str, scripts_path: str) -> di
            if k not in DROP_ENV and not k.startswith(DROP_ENV_PREFIXES)}
     out["HOME"] = home
     out[SCRIPTS_ENV] = scripts_path
+    # the loopback model is reached directly, never through a proxy the user's variables name
+    for name in ("NO_PROXY", "no_proxy"):
+        out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
     return out
 
 
@@ -417,9 +584,14 @@ class KimiPin(LlmPin):
         self.main = rec
         self.calls = derive(rec)
         # the session's own calls are checked before anything runs
-        scripts_for(rec, self.calls["calls"], PathMap(None, None))
+        mode, _ = pinned_answers(rec, self.calls["calls"], PathMap(None, None))
+        self.mode = mode
+        self.server: LoopbackModel | None = None
+        self._answers: list[dict[str, Any]] = []
         base_env = os.environ if env is None else env
         config, source = user_config(argv, base_env)
+        self._user_config = config
+        self._user_argv = list(argv)
         self.root = tempfile.mkdtemp(prefix="wire-replay-llm-")
         try:
             self.home = os.path.join(self.root, "home")
@@ -440,16 +612,19 @@ class KimiPin(LlmPin):
         self.env = agent_env(env, self.home, self.scripts_path)
         self._scripts: list[str] = []
         n = sum(1 for c in self.calls["calls"] if c.get("kind") != "exhausted")
+        by = ("kimi's offline model" if mode == "echo" else
+              "a model on loopback (127.0.0.1) through kimi's own \"kimi\" provider type, as "
+              "kimi's offline model cannot say them (line breaks)")
         self.notes = [f"LLM pinned to the recording: {n} model call(s) of session "
-                      f"{rec.session_id} answered by kimi's offline model (--live-llm uses the "
-                      f"agent's own)",
+                      f"{rec.session_id} answered by {by} (--live-llm uses the agent's own)",
                       f"agent config: {source or 'none found'}, with only the model swapped"
                       + (f"; linked from HOME: {', '.join(linked)}" if linked else "")]
 
-    def _write_config(self, config: Mapping[str, Any], argv: Sequence[str]) -> None:
+    def _write_config(self, config: Mapping[str, Any], argv: Sequence[str],
+                      served: tuple[str, str] | None = None) -> None:
         info = dict(self.calls.get("model") or {})
         try:
-            text = to_toml(pinned_config(config, info, self.scripts_path, argv))
+            text = to_toml(pinned_config(config, info, self.scripts_path, argv, served))
         except TypeError as e:
             raise InputError(f"cannot copy the agent's kimi config: {e}") from None
         with open(self.config_path, "w", encoding="utf-8") as f:
@@ -481,21 +656,42 @@ class KimiPin(LlmPin):
         calls = self.calls if rec is self.main else derive(rec)
         recorded = _work_dir(rec.command, rec_workdir) if rec.command else rec_workdir
         paths = PathMap(recorded, _work_dir(self.argv, live_workdir))
-        self._scripts = scripts_for(rec, calls["calls"], paths)
+        mode, said = pinned_answers(rec, calls["calls"], paths)
+        served: tuple[str, str] | None = None
+        if mode == "echo":
+            self._scripts, self._answers = said, []
+        else:
+            self._scripts, self._answers = [], said
+            if self.server is None:
+                self.server = LoopbackModel(lambda n: EXHAUSTED.format(n=n))
+            served = (self.server.start(), self.server.key)
+            self.server.serve(self._answers)
+        self.mode = mode
+        # the config names the model of this run (a chain may mix the two)
+        self._write_config(self._user_config, self._user_argv, served)
         with open(self.scripts_path, "w", encoding="utf-8") as f:
             json.dump(self._scripts, f, ensure_ascii=False, indent=1)
 
     def scripts(self) -> list[str]:
+        """The echo scripts last written ([] when the loopback model serves the run)."""
         return list(self._scripts)
 
+    def answers(self) -> list[dict[str, Any]]:
+        """What the loopback model serves the run ([] when kimi's offline model answers)."""
+        return json.loads(json.dumps(self._answers))
+
     def write_scripts(self, path: str) -> None:
+        what: Any = self._scripts if self.mode == "echo" else self._answers
         try:
             with open(path, "w", encoding="utf-8") as f:
-                json.dump(self._scripts, f, ensure_ascii=False, indent=1)
+                json.dump(what, f, ensure_ascii=False, indent=1)
                 f.write("\n")
         except OSError as e:
             raise OutputError(f"cannot write the LLM scripts to {path}: "
                               f"{e.strerror or e}") from None
 
     def cleanup(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
         shutil.rmtree(self.root, ignore_errors=True)
