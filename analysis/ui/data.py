@@ -11,12 +11,14 @@ from its spool (`<db>.<session>.spool`) the way `wire-show --follow` reads it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import glob
 import os
 import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
@@ -173,6 +175,30 @@ class Live:
 CHUNK = 5000  # frames read from the file at a time for the conversation
 
 
+@contextlib.contextmanager
+def frames_of(path: str) -> Iterator[tuple[Any, str]]:
+    """(connection, table expression) of a recording's frames, read-only and locked like a
+    workspace, but without the analysis views: a `.db` is attached alone, which is what a page
+    of frames needs (a workspace's views cost more than the read)."""
+    from wire_recorder.recorder.store import frame_select, is_duckdb_file
+
+    from ..sources import attach_db, lock, open_workspace
+
+    if os.path.isdir(path) or not is_duckdb_file(path):  # a transcript or a Parquet export
+        with open_workspace([path], materialize=False) as ws:
+            yield ws.con, "frames"
+        return
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        version = attach_db(con, path, "rec")
+        lock(con)
+        yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
+    finally:
+        con.close()
+
+
 @dataclass
 class Cursor:
     """A session's conversation made as far as the pages asked for so far: the first page of a
@@ -191,12 +217,10 @@ class Cursor:
         from wire_recorder.recorder.model import COLUMNS
         from wire_recorder.recorder.store import resolve_blobs
 
-        from ..sources import open_workspace
-
-        with open_workspace([self.source_file], materialize=False) as ws:
-            rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                                  f"AND seq > ? ORDER BY seq LIMIT {CHUNK}",
-                                  [self.session_id, self.last_seq]).fetchall()
+        with frames_of(self.source_file) as (con, table):
+            rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM {table} WHERE session_id = ? "
+                               f"AND seq > ? ORDER BY seq LIMIT {CHUNK}",
+                               [self.session_id, self.last_seq]).fetchall()
         frames = [Frame(*r) for r in rows]
         if any(f.raw is None and f.blob_offset is not None for f in frames):
             resolve_blobs(frames, self.source_file)
@@ -237,6 +261,7 @@ class Catalog:
         self._live: dict[str, Live] = {}
         self._conv_cache: OrderedDict[str, Cursor] = OrderedDict()
         self._data_cache: OrderedDict[str, dict] = OrderedDict()
+        self._check_cache: dict[str, dict[int, list[str]]] = {}
 
     # -- the index -------------------------------------------------------------------------------
     def _paths(self) -> list[str]:
@@ -451,7 +476,48 @@ class Catalog:
             return frame_dicts(picked, lo)
         r = self.row(key)
         with self._open(r) as ws:
-            return self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
+            got = self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
+        return self._mark(key, got)
+
+    def _violations(self, key: str) -> dict[int, list[str]]:
+        """seq -> the conformance findings of that frame (`wire-check`'s, for the inspector)."""
+        with self._lock:
+            found = self._check_cache.get(key)
+        if found is not None:
+            return found
+        from wire_recorder.recorder.model import COLUMNS
+
+        from ..conformance import check_frames
+        from ..sources import open_workspace
+
+        r = self.row(key)
+        out: dict[int, list[str]] = {}
+        with open_workspace([r["source_file"]], materialize=False) as ws:
+            srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
+                         {"sid": r["session_id"]})[0]
+            cur = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
+                                 "AND direction IN ('c2a', 'a2c') ORDER BY seq",
+                                 [r["session_id"]])
+
+            def stream() -> Iterator[Frame]:
+                while rows := cur.fetchmany(CHUNK):
+                    yield from (Frame(*x) for x in rows)
+
+            try:
+                for v in check_frames(srow, stream()):
+                    out.setdefault(v.seq, []).append(f"{v.severity}: {v.message}")
+            except UserError:  # the protocol's model needs an SDK not installed here
+                out = {}
+        with self._lock:
+            self._check_cache[key] = out
+        return out
+
+    def _mark(self, key: str, frames: list[dict]) -> list[dict]:
+        if not key.startswith("live."):
+            found = self._violations(key)
+            for f in frames:
+                f["conformance"] = found.get(f["seq"])
+        return frames
 
     def related(self, key: str, seq: int) -> list[dict]:
         if key.startswith("live."):
@@ -462,7 +528,8 @@ class Catalog:
                                                                    "seq": seq}).fetchall()]
             if not seqs:
                 return []
-            return self._frames_in(ws, r, f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
+            got = self._frames_in(ws, r, f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
+        return self._mark(key, got)
 
     def _frames_in(self, ws: Any, r: dict, where: str, lo: int | None) -> list[dict]:
         from wire_recorder.recorder.model import COLUMNS

@@ -246,10 +246,11 @@
     } else if (it.k === "text" || it.k === "user") {
       node = el("div", {class: "item text " + it.k}, t, el("span", {class: "who"}, it.k === "user" ? "user" : "assistant"), it.x);
     } else {
-      node = el("div", {class: "item line"}, t,
+      const body = el("div", {class: "c"},
         (it.g || []).map(([text, style]) => el("span", {class: style ? style.split(/\s+/).filter((w) => /^[a-z]+$/.test(w)).map((w) => "s-" + w).join(" ") : null}, text)));
       // indented as in the terminal; a wrapped line keeps its indent (CSSOM: allowed by the CSP)
-      node.style.paddingLeft = (10 + Math.max(0, (it.i || 0) - 1) * 16) + "px";
+      body.style.paddingLeft = (Math.max(0, (it.i || 0) - 1) * 16) + "px";
+      node = el("div", {class: "item line"}, t, body);
     }
     if (it.s !== null && it.s !== undefined) {
       node.dataset.seq = it.s;
@@ -302,7 +303,7 @@
       const show = (what) => { pre.textContent = what === "json" ? pretty : what === "raw" ? text : hexdump(bytes); };
       const gap = f.direction === "proxy" && f.method === "recording_gap";
       const arrow = f.direction === "c2a" ? "client → agent" : f.direction === "a2c" ? "agent → client" : f.direction;
-      return el("div", {class: "frame " + f.direction + (f.anomaly || f.parse_error || gap ? " anom" : ""), "data-seq": f.seq},
+      return el("div", {class: "frame " + f.direction + (f.anomaly || f.parse_error || gap || (f.conformance || []).length ? " anom" : ""), "data-seq": f.seq},
         el("div", {class: "fh"}, el("b", {}, "#" + f.seq), el("span", {}, arrow), el("span", {}, [f.kind, f.method, f.msg_type].filter(Boolean).join(" ")),
           f.rpc_id !== null && f.rpc_id !== undefined ? el("span", {class: "muted"}, "id " + f.rpc_id) : null,
           el("span", {class: "muted"}, f.ts || ""), el("span", {class: "muted"}, f.gap_ms === null ? "" : "+" + fmtMs(f.gap_ms)),
@@ -310,13 +311,14 @@
           f.anomaly ? el("span", {class: "bad"}, "anomaly: " + f.anomaly) : null,
           f.parse_error ? el("span", {class: "bad"}, "parse error: " + f.parse_error) : null,
           gap ? el("span", {class: "bad"}, "recording gap") : null,
-          f.known === false ? el("span", {class: "bad"}, "not in the protocol") : null),
+          f.known === false ? el("span", {class: "bad"}, "not in the protocol") : null,
+          (f.conformance || []).map((c) => el("span", {class: "bad conf"}, c))),
         el("div", {class: "tabs"}, el("a", {onclick: () => show("json")}, "pretty JSON"), el("a", {onclick: () => show("raw")}, "exact text"), el("a", {onclick: () => show("hex")}, "bytes (hex)")),
         pre);
     });
     put(insp, el("div", {class: "bar"}, el("b", {}, title), el("a", {onclick: () => layout.classList.add("closed")}, "close")),
       ...(list.length ? list : [el("p", {class: "muted"}, "no frames")]));
-    if (mark) { const m = insp.querySelector(`.frame[data-seq="${mark}"]`); if (m) { m.scrollIntoView({block: "start"}); m.classList.add("anom"); } }
+    if (mark) { const m = insp.querySelector(`.frame[data-seq="${mark}"]`); if (m) { m.scrollIntoView({block: "start"}); m.classList.add("target"); } }
     else insp.scrollTop = 0;
   }
 
