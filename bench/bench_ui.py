@@ -171,6 +171,19 @@ def main() -> None:
     finally:
         p.terminate()
         p.wait()
+    # the two requests of a session's first paint, each cold, on a server of their own
+    for first in ("items", "session"):
+        p, url, _ = start([many, big])
+        try:
+            base, token = url.split("/?token=")
+            while not get(base, token, "/api/index")[0]["ready"]:
+                time.sleep(0.05)
+            key = get(base, token, "/api/index?q=big-000001")[0]["rows"][0]["key"]
+            q = urllib.parse.quote(key)
+            out[f"{first}_api_cold_s"] = get(base, token, f"/api/{first}?k={q}&from=0")[1]
+        finally:
+            p.terminate()
+            p.wait()
     for k, v in out.items():
         print(f"{k:24} {v:,.3f}" if isinstance(v, float) else f"{k:24} {v:,}")
 

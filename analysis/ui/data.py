@@ -172,6 +172,7 @@ class Live:
                 self._reader.close()
 
 
+BATCH = 100  # files per workspace while indexing
 CHUNK = 5000  # frames read from the file at a time for the conversation
 
 
@@ -298,7 +299,9 @@ class Catalog:
         rows: list[dict] = []
         spools = self._spools(paths)
         busy = {os.path.abspath(db) for _, db in spools}  # being recorded: shown from the spool
-        groups: list[list[str]] = [paths] if paths else []
+        # a workspace per batch of files: one view over the union of thousands of attached
+        # files (the data folder holds a file per session) plans slowly and holds them all open
+        groups = [paths[i:i + BATCH] for i in range(0, len(paths), BATCH)]
         while groups:
             group = groups.pop(0)
             try:
