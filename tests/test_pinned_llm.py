@@ -350,7 +350,8 @@ LINES = "I will run it:\n- echo hi\r\nthen report.\u2028Done planning."
 
 def line_break_calls() -> list[dict]:
     """A real model's habits: thinking and text with line breaks, an approved Shell call whose
-    arguments stream in two parts, a 503 retried by kimi, an exhausted model at turn 2."""
+    arguments stream in two parts, a 503 retried by kimi; at turn 2 an answer that breaks off
+    mid-stream, at turn 3 an exhausted model."""
     return [
         {"where": "turn 1, step 1", "kind": "answer", "id": "chatcmpl-1",
          "usage": {"input_other": 900, "output": 40, "input_cache_read": 300},
@@ -364,6 +365,9 @@ def line_break_calls() -> list[dict]:
         {"where": "turn 1, step 2", "kind": "answer", "id": "chatcmpl-2",
          "usage": {"input_other": 1000, "output": 12, "input_cache_read": 0},
          "parts": [{"type": "text", "text": "It printed:\n\n    hi\n"}]},
+        {"where": "turn 2, step 1", "kind": "answer", "id": "chatcmpl-3",
+         "parts": [{"type": "text", "text": "Again:\nI"}],
+         "error": {"kind": "stream", "message": "Error: upstream went away"}},
     ]
 
 
@@ -395,12 +399,13 @@ def line_break_session(kimi_exe, tmp_path_factory):
     try:
         rec = run_client([WIRE_PROXY, "-q", "--db", str(db), "--", str(kimi_exe), "--config-file",
                           str(cfg), "--wire", "-w", str(work)],
-                         ClientPlan(prompts=[Prompt("Run echo hi"), Prompt("And again")],
+                         ClientPlan(prompts=[Prompt("Run echo hi"), Prompt("And again"),
+                                             Prompt("Once more")],
                                     approval_default=Approval.approve()),
                          env={**clean_env(), "HOME": str(home)}, cwd=work, timeout=90)
     finally:
         model.stop()
-    assert model.served == 4  # three answers, then the exhausted one
+    assert model.served == 5  # four answers, then the exhausted one
 
     def replay(case: str):
         r = tmp_path_factory.mktemp(case)
@@ -428,7 +433,10 @@ def test_a_session_whose_model_said_line_breaks_replays_green_twice(line_break_s
                                                    "input_cache_creation": 0}, status
     derived = load(db)
     calls = derived.adapter.part("llm_calls").llm_calls(derived.msgs, derived.client_requests)
-    assert [c["kind"] for c in calls["calls"]] == ["answer", "error", "answer", "exhausted"]
+    assert [c["kind"] for c in calls["calls"]] == ["answer", "error", "answer", "answer",
+                                                   "exhausted"]
+    assert calls["calls"][3]["error"] == {"kind": "stream", "status_code": None,
+                                          "message": "Error: upstream went away"}
     for case in ("green1", "green2"):
         p, r = runs[case]
         assert p.returncode == 0, (p.stdout.decode()[-3000:], p.stderr.decode()[-2000:])
@@ -436,7 +444,8 @@ def test_a_session_whose_model_said_line_breaks_replays_green_twice(line_break_s
     out = runs["green1"][0].stdout.decode()
     assert "loopback" in out, out[-2000:]
     served = json.loads((runs["green1"][1] / "served.json").read_text(encoding="utf-8"))
-    assert [a.get("status") for a in served] == [None, 503, None]
+    assert [a.get("status") for a in served] == [None, 503, None, None]
+    assert served[3]["stream_error"] == "upstream went away"
     assert served[0]["stream"][1]["choices"][0]["delta"] == {"content": LINES}
 
 
@@ -445,3 +454,29 @@ def test_yolo_makes_the_line_break_session_red(line_break_session):
     out = p.stdout.decode()
     assert p.returncode == 1, (out[-3000:], p.stderr.decode()[-2000:])
     assert "ApprovalRequest" in out, out[-3000:]
+
+
+def test_an_acp_session_whose_model_said_line_breaks_replays_green(kimi_exe, tmp_path):
+    """kimi acp streams the model's text and thinking as chunks, line breaks and all: the
+    loopback model serves them to kimi acp as well."""
+    from wire_recorder.replay.driver import ReplayOptions, replay_session
+
+    edited = _edited(SAMPLES / "acp_tools.jsonl", tmp_path / "acp_lines.jsonl",
+                     '"text":"Let me look at the environment first."',
+                     '"text":"Let me look\\nat the environment first.\\n"')
+    edited.write_text(edited.read_text(encoding="utf-8").replace(
+        '"text":"Now read the notes file."', '"text":"Now read\\r\\nthe notes file."', 1),
+        encoding="utf-8")
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    for rel, content in ACP_SCENARIOS["acp_tools"].files.items():
+        (work / rel).write_text(content, encoding="utf-8")
+    result = replay_session(edited, [str(kimi_exe), "acp"], env={**os.environ, "HOME": str(home)},
+                            cwd=str(work), options=ReplayOptions(frame_timeout=60))
+    assert result.ok, result.first
+    assert any("loopback" in n for n in result.notes), result.notes
+    said = [json.loads(f.raw)["params"]["update"] for f in result.frames
+            if f.direction == "a2c" and b'"session/update"' in f.raw]
+    assert {"sessionUpdate": "agent_thought_chunk",
+            "content": {"type": "text", "text": "Now read\r\nthe notes file."}} in said

@@ -167,6 +167,9 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
     if call.get("problem"):
         raise _cannot(rec, call, str(call["problem"]))
     error = call.get("error")
+    if error and call.get("parts"):
+        raise _cannot(rec, call, "the answer broke off mid-stream with a provider error; the "
+                                 "offline model fails only before answering")
     if call.get("kind") == "error" or error:
         return _error_line(rec, call, error or {})
     lines: list[str] = []

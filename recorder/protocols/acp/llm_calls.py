@@ -190,8 +190,10 @@ def _final_error(calls: list[dict[str, Any]], frame: int, message: str | None, e
         calls.append(c)
         return
     if call is not None and not (tools and all(t["done"] for t in tools.values())):
-        call["problem"] = ("the answer broke off mid-stream with an error; the offline model "
-                           "fails only before answering")
+        # its parts showed, then the error
+        call["error"] = {"kind": "stream", "status_code": None, "message": message}
+        if message is None:
+            call["problem"] = "the answer broke off without the provider's message"
         return
     c["error"] = {"kind": "status", "status_code": 400, "message": message}
     if message is None:

@@ -22,7 +22,7 @@ compactions (kimi asks one model for all of them, in this order):
                {"type": "image_url" | "audio_url" | "video_url", "url", "id"}],
                                            # each part with its recorded "frame" too
      "error": None | {"kind": "status" | "connection" | "timeout", "status_code": int | None,
-                      "message": str | None},
+                      "message": str | None},  # "stream": after the parts, which showed
      "problem": None | str,                # why the recording does not say enough
      "summary_length": int}                # compactions: how long the summary was (below)
 
@@ -326,9 +326,8 @@ def _final_error(root: _Scope, calls: list[dict[str, Any]], frame: int, message:
     if root.compaction is not None:
         c = root.compaction  # the compaction's call failed (its retries do not show)
         c["kind"] = "error"
-    elif root.call is not None:
-        root.call["problem"] = ("the answer broke off mid-stream with a provider error; the "
-                                "offline model fails only before answering")
+    elif root.call is not None:  # its parts showed, then the error
+        root.call["error"] = {"kind": "stream", "status_code": None, "message": text}
         return
     else:
         c = _call(root, "error", frame, where)
