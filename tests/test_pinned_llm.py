@@ -480,3 +480,40 @@ def test_an_acp_session_whose_model_said_line_breaks_replays_green(kimi_exe, tmp
             if f.direction == "a2c" and b'"session/update"' in f.raw]
     assert {"sessionUpdate": "agent_thought_chunk",
             "content": {"type": "text", "text": "Now read\r\nthe notes file."}} in said
+
+
+def test_the_loopback_model_answers_only_its_run_and_never_stalls():
+    """Only on 127.0.0.1, only under its path token with its key; past its answers, the
+    exhausted error at once (the replay reports a divergence rather than wait)."""
+    import urllib.error
+    import urllib.request
+
+    from wire_recorder.replay.agents.kimi import EXHAUSTED
+    from wire_recorder.replay.agents.llm_server import LoopbackModel
+
+    model = LoopbackModel(lambda n: EXHAUSTED.format(n=n))
+    url = model.start()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def post(u: str, key: str) -> tuple[int, bytes, str | None]:
+        req = urllib.request.Request(u + "/chat/completions", data=b"{}", method="POST",
+                                     headers={"Authorization": f"Bearer {key}"})
+        try:
+            with opener.open(req, timeout=30) as r:
+                return r.status, r.read(), None
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers.get("x-should-retry")
+
+    try:
+        assert url.startswith("http://127.0.0.1:") and model.token in url
+        model.serve([{"where": "w", "stream": [{"id": "m", "choices": []}]},
+                     {"where": "w", "status": 429, "message": "slow down"}])
+        assert post(url.replace(model.token, "x" * 32), model.key)[0] == 404
+        assert post(url, "wrong")[0] == 401
+        assert model.served == 0
+        status, body, _ = post(url, model.key)
+        assert status == 200 and body == b'data: {"id": "m", "choices": []}\n\ndata: [DONE]\n\n'
+        assert post(url, model.key) == (429, b"slow down", "false")
+        assert post(url, model.key) == (400, EXHAUSTED.format(n=3).encode(), "false")
+    finally:
+        model.stop()

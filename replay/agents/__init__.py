@@ -40,11 +40,13 @@ class LlmPin:
         raise NotImplementedError
 
     def scripts(self) -> list[str]:
-        """The scripts last written, one per LLM call."""
+        """The scripts last written, one per LLM call ([] when the run's answers are served
+        otherwise, e.g. from loopback: see the agent's module)."""
         raise NotImplementedError
 
     def write_scripts(self, path: str) -> None:
-        """Write the scripts last written to `path` (`--write-llm-script`), for inspection."""
+        """Write what answers the run (the scripts last written, or the answers served) to
+        `path` (`--write-llm-script`), for inspection."""
         raise NotImplementedError
 
     def cleanup(self) -> None:

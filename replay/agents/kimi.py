@@ -367,15 +367,15 @@ def answers_for(rec: Recording, calls: Sequence[Mapping[str, Any]],
 
 
 def pinned_answers(rec: Recording, calls: Sequence[Mapping[str, Any]],
-                   paths: PathMap) -> tuple[str, list[Any]]:
-    """("echo", scripts) when kimi's offline model can say every call, else ("served",
-    answers) for the loopback model. Raises the InputError of the served model (it says more)
-    when neither can."""
+                   paths: PathMap) -> tuple[str, list[Any], str | None]:
+    """("echo", scripts, None) when kimi's offline model can say every call, else ("served",
+    answers, the first call it cannot say and why) for the loopback model. Raises the
+    InputError of the served model (it says more) when neither can."""
     try:
-        return "echo", scripts_for(rec, calls, paths)
+        return "echo", scripts_for(rec, calls, paths), None
     except InputError as echo:
         try:
-            return "served", answers_for(rec, calls, paths)
+            return "served", answers_for(rec, calls, paths), getattr(echo, "what", None)
         except InputError as served:
             said = getattr(echo, "what", None)
             if said and said != getattr(served, "what", None):
@@ -587,7 +587,7 @@ class KimiPin(LlmPin):
         self.main = rec
         self.calls = derive(rec)
         # the session's own calls are checked before anything runs
-        mode, _ = pinned_answers(rec, self.calls["calls"], PathMap(None, None))
+        mode, _, why = pinned_answers(rec, self.calls["calls"], PathMap(None, None))
         self.mode = mode
         self.server: LoopbackModel | None = None
         self._answers: list[dict[str, Any]] = []
@@ -617,7 +617,7 @@ class KimiPin(LlmPin):
         n = sum(1 for c in self.calls["calls"] if c.get("kind") != "exhausted")
         by = ("kimi's offline model" if mode == "echo" else
               "a model on loopback (127.0.0.1) through kimi's own \"kimi\" provider type, as "
-              "kimi's offline model cannot say them (line breaks)")
+              f"kimi's offline model cannot say {why or 'them'}")
         self.notes = [f"LLM pinned to the recording: {n} model call(s) of session "
                       f"{rec.session_id} answered by {by} (--live-llm uses the agent's own)",
                       f"agent config: {source or 'none found'}, with only the model swapped"
@@ -659,7 +659,7 @@ class KimiPin(LlmPin):
         calls = self.calls if rec is self.main else derive(rec)
         recorded = _work_dir(rec.command, rec_workdir) if rec.command else rec_workdir
         paths = PathMap(recorded, _work_dir(self.argv, live_workdir))
-        mode, said = pinned_answers(rec, calls["calls"], paths)
+        mode, said, _ = pinned_answers(rec, calls["calls"], paths)
         served: tuple[str, str] | None = None
         if mode == "echo":
             self._scripts, self._answers = said, []
