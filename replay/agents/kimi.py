@@ -616,8 +616,8 @@ class KimiPin(LlmPin):
         self._scripts: list[str] = []
         n = sum(1 for c in self.calls["calls"] if c.get("kind") != "exhausted")
         by = ("kimi's offline model" if mode == "echo" else
-              "a model on loopback (127.0.0.1) through kimi's own \"kimi\" provider type, as "
-              f"kimi's offline model cannot say {why or 'them'}")
+              "a model on loopback (127.0.0.1) through kimi's own \"kimi\" provider type "
+              f"(the first call kimi's offline model cannot say: {why or 'unknown'})")
         self.notes = [f"LLM pinned to the recording: {n} model call(s) of session "
                       f"{rec.session_id} answered by {by} (--live-llm uses the agent's own)",
                       f"agent config: {source or 'none found'}, with only the model swapped"
