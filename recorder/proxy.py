@@ -396,6 +396,8 @@ def run_proxy(opts: ProxyOptions) -> int:
                  f"({writer.discarded_bytes} bytes) were not recorded (counted in the recording)")
         if loader is not None and notes is not None:
             how = notes.wait_for(loader, opts.loader_wait_s)
+            if how == "done":
+                notes.join(1.0)  # its last notes are on their way through the pipe
             if how == "held":
                 note(f"{db} cannot be written now (in use by another process, or its disk is "
                      f"full): the recording is saved in the background once it can be (pid "
