@@ -146,18 +146,33 @@ def install_views(con: duckdb.DuckDBPyConnection, temp: bool = False,
     `adapters_for`; a Wire-only workspace plans and runs Wire's SQL alone. progress: called
     with each view's name once it is made (the materialized ones take the time)."""
     adapters = adapters_for(protocols if temp else None)
-    for text in macro_sql(temp, adapters):
-        con.execute(text)
-    for name in VIEW_NAMES:
-        con.execute(view_sql(name, temp, materialize, adapters))
-        if progress:
-            progress(name)
-    if not temp:
-        from .catalog import add_comments
+    own = False
+    if not temp:  # one transaction: a file's catalog is written once, not per statement
+        try:
+            con.execute("BEGIN TRANSACTION")
+            own = True
+        except duckdb.TransactionException:
+            pass  # the caller's transaction holds it
+    try:
+        for text in macro_sql(temp, adapters):
+            con.execute(text)
+        for name in VIEW_NAMES:
+            con.execute(view_sql(name, temp, materialize, adapters))
+            if progress:
+                progress(name)
+        if not temp:
+            from .catalog import add_comments
 
-        # what each view and column means, for any DuckDB that opens the file
-        add_comments(con, temp=False)
-        con.execute("INSERT OR REPLACE INTO meta VALUES ('analysis_views', ?)", [VIEWS_VERSION])
+            # what each view and column means, for any DuckDB that opens the file
+            add_comments(con, temp=False)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('analysis_views', ?)",
+                        [VIEWS_VERSION])
+        if own:
+            con.execute("COMMIT")
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
