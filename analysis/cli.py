@@ -128,8 +128,9 @@ def show_cmd(
     session: str | None = typer.Option(None, "--session", "-s", help=SESSION_HELP),
     follow: bool = typer.Option(False, "--follow", "-F",
                                 help="tail a session that is still being recorded"),
-    html_out: str | None = typer.Option(None, "--html", help="write a self-contained HTML "
-                                           "report (timeline and token chart) to this file"),
+    html_out: str | None = typer.Option(None, "--html", help="write the session view as one "
+                                        "self-contained HTML file (every session of the file "
+                                        "without --session, on an index page)"),
     width: int = typer.Option(100, "--width", help="shorten text, arguments and outputs to this"),
     no_text: bool = typer.Option(False, "--no-text", help="hide text and thinking"),
     wait: float = typer.Option(0.0, "--wait", help="with --follow: wait this many seconds for "
@@ -152,14 +153,18 @@ def show_cmd(
 
     with Progress("reading", total=len(VIEW_NAMES) + 1) as bar, \
             open_workspace([db], materialize=html_out is not None, progress=bar.step) as ws:
-        sid = ws.resolve_session(session)
         if html_out:
             from .html_report import write_html
 
+            # without --session: every session of the file (several open on an index page)
+            ids = [ws.resolve_session(session)] if session else ws.session_ids()
+            if not ids:
+                ws.resolve_session(None)  # says the file holds no sessions
             bar.step("writing the report")
-            size = write_html(ws, sid, html_out)
+            size = write_html(ws, ids[0] if len(ids) == 1 else ids, html_out)
             say(SHOW, f"wrote {html_out} ({size:,} bytes)")
             return
+        sid = ws.resolve_session(session)
         from .export import _frames, _session_row
 
         row, frames = _session_row(ws, sid), _frames(ws, sid)
