@@ -9,8 +9,7 @@ import orjson
 import typer
 
 from wire_recorder.recorder.edge import entry
-
-from .helpstyle import help_text, make_app
+from wire_recorder.recorder.helpstyle import help_text, make_app
 
 app = make_app()
 

@@ -13,8 +13,8 @@ import typer
 
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.helpstyle import help_text, make_app
 
-from .helpstyle import help_text, make_app
 from .output import ExportFormat, OutputFormat, SummaryFormat
 
 # each command's name, for its console script and its notes on stderr

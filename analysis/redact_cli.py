@@ -7,8 +7,7 @@ import sys
 import typer
 
 from wire_recorder.recorder.edge import entry, say
-
-from .helpstyle import help_text, make_app
+from wire_recorder.recorder.helpstyle import help_text, make_app
 
 PROG = "wire-redact"
 

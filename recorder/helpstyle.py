@@ -1,6 +1,9 @@
-"""One help style for every analysis command (and a model for the others): typer's help with a
-one-paragraph summary, then `Examples` (lines kept as written), then the options; `--version`
-(the edge adds it) and shell completion (`--install-completion`, `--show-completion`) on each."""
+"""One help style for every typer command (wire-query, wire-stats, wire-show, wire-import,
+wire-export, wire-check, wire-redact; wire-replay and wire-ui can use it too): typer's help with
+a one-paragraph summary, then `Examples` (lines kept as written), then the options; `--version`
+(recorder.edge adds it) and shell completion (`--install-completion`, `--show-completion`) on
+each. wire-proxy parses its own arguments (it starts its agent before typer could be imported)
+and prints the same sections itself."""
 
 from __future__ import annotations
 
