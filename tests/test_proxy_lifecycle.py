@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -194,3 +195,28 @@ def test_only_the_main_thread_takes_forwarded_signals(tmp_path):
     finally:
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=60)
+
+
+LEAVING_AGENT = r"""
+import os, subprocess, sys
+# a child that keeps only the agent's stderr open for a while after the agent exits
+subprocess.Popen(["sleep", "1.5"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+sys.stdout.write(f"{os.getpid()}\n"); sys.stdout.flush()
+"""
+
+
+def test_client_frames_after_the_agent_exited_are_recorded_as_such(tmp_path):
+    db = str(tmp_path / "s.db")
+    p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", sys.executable, "-c",
+                          LEAVING_AGENT],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    agent = int(p.stdout.readline())
+    while os.path.exists(f"/proc/{agent}"):  # reaped by the proxy: the agent is gone
+        time.sleep(0.01)
+    late = b'{"jsonrpc":"2.0","method":"session/cancel","params":{}}\n' * 2
+    p.stdin.write(late)
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0
+    rows = db_rows(db, "SELECT raw, anomaly FROM frames WHERE direction = 'c2a' ORDER BY seq")
+    assert [bytes(r) for r, _ in rows] == late.splitlines()
+    assert {a for _, a in rows} == {"sent after the agent exited (never delivered)"}
