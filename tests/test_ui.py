@@ -208,3 +208,17 @@ def test_only_loopback_with_the_token_and_read_only(app):
     assert ask("GET", f"/assets/../cli.py?token={token}") == 404
     assert ask("GET", f"/?token={token}") == 303  # the token becomes a cookie
     time.sleep(0)  # nothing to wait for: every answer above is final
+
+
+def test_cli_manners(tmp_path):
+    v = subprocess.run([str(BIN / "wire-ui"), "--version"], capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0 and v.stdout.startswith("wire-ui ")
+    h = subprocess.run([str(BIN / "wire-ui"), "--help"], capture_output=True, text=True, timeout=60)
+    assert h.returncode == 0 and "Example: wire-ui" in h.stdout
+    bad = subprocess.run([str(BIN / "wire-ui"), "--no-browser", str(tmp_path / "nothing.db")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert bad.stderr.startswith("wire-ui: ") and "Traceback" not in bad.stderr
+    empty = subprocess.run([str(BIN / "wire-ui"), "--no-browser"], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "WIRE_RECORDER_HOME": str(tmp_path)})
+    assert empty.returncode == 2 and "no recordings yet" in empty.stderr, empty.stderr

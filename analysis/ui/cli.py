@@ -10,15 +10,16 @@ from wire_recorder.recorder.edge import entry
 
 UI = "wire-ui"
 
+HELP = ("A local web app over recordings: session index and search, conversation, timeline, "
+        "frame inspector, live sessions, replay divergences. Read-only; listens on 127.0.0.1 "
+        "only; prints the URL (with its token) and opens a browser.\n\n"
+        "Example: wire-ui 'sessions/**/*.db' report.json --no-browser")
+
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="A local web app over recordings: session index and search, "
-                       "conversation, timeline, frame inspector, live sessions, replay "
-                       "divergences. Read-only; listens on 127.0.0.1 only.\n\n"
-                       "Example: wire-ui 'sessions/**/*.db' report.json --no-browser")
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-@app.command()
+@app.command(help=HELP)
 def ui_cmd(
     paths: list[str] = typer.Argument(None, metavar="[PATH...]",
                                       help="recordings (.db, globs, folders, .jsonl) and "
@@ -44,6 +45,7 @@ def ui_cmd(
         paths = [folder]
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: not a port")
+    _check_inputs(paths)
     catalog = Catalog(paths)
     try:
         server = serve(catalog, port)
@@ -60,6 +62,23 @@ def ui_cmd(
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
+
+
+def _check_inputs(paths: list[str]) -> None:
+    """Every path names something, before the URL is printed (the recordings themselves are read
+    after it). Light on purpose: DuckDB is not imported here."""
+    import os
+
+    from wire_recorder.recorder.errors import NotARecording
+
+    from ..inputs import expand, files_below
+
+    for p in paths:
+        if p.endswith(".json") and not os.path.isfile(p):
+            raise NotARecording(f"{p}: no such file")
+    expand([p for p in paths if not p.endswith(".json")],
+           lambda d: files_below(d, "*.db") or ([d] if os.path.isdir(os.path.join(d, "frames")) else []),
+           "{} is a folder without recordings (*.db)")
 
 
 main = entry(app, UI)
