@@ -68,6 +68,7 @@ WAKE_BYTES = 1 << 20
 # Past this many queued bytes (a stalled disk) chunks are dropped from the recording, counted,
 # and reported; the relay itself never waits for the disk (unless no_loss is asked for).
 DEFAULT_MAX_PENDING = 128 << 20
+NO_LOSS_PENDING = 16 << 20
 _IOV_MAX = 512
 
 
@@ -171,7 +172,9 @@ class SpoolWriter:
             os.close(self.fd)
             os.unlink(path)
             raise
-        self.max_pending = max_pending
+        # With backpressure a short queue is enough to keep the writer busy, and it is all a
+        # SIGKILL can take.
+        self.max_pending = min(max_pending, NO_LOSS_PENDING) if no_loss else max_pending
         self.flush_interval = flush_interval
         self.no_loss = no_loss
         self._q: collections.deque = collections.deque()

@@ -431,3 +431,42 @@ def test_a_db_held_by_another_loader_does_not_hold_the_proxy(tmp_path):
     assert wait_until(readable, timeout=120)  # the loader stored it once the DB was free
     assert not list(tmp_path.glob("*.spool"))
     assert db_rows(db, "SELECT lost_frames, end_reason FROM sessions") == [(0, "agent_exit")]
+
+
+@pytest.mark.parametrize("no_loss", [False, True])
+def test_no_loss_slows_the_relay_instead_of_dropping(tmp_path, no_loss):
+    """A writer that cannot keep up (a queue of 256 KiB, written every 5 s): by default the
+    relay never waits and the excess is dropped and marked; with no_loss nothing is dropped."""
+    spool = str(tmp_path / "s.spool")
+    writer = SpoolWriter(spool, {"session_id": "t", "started_wall_ns": 0}, max_pending=256 << 10,
+                         flush_interval=5.0, no_loss=no_loss)
+    data = FRAMES * 200  # ~16 MB
+    assert _relay_through(writer, data) == data
+    writer.close()
+    rows = _rows_of(spool)
+    recorded = [r for r in rows if r[4] == "c2a"]
+    lost = sum(json.loads(r[12])["frames"] for r in rows if r[9] == "recording_gap")
+    assert lost + sum(r[6] for r in recorded) == data.count(b"\n")
+    if no_loss:
+        assert lost == 0 and writer.lost_frames == 0
+        assert b"".join(r[5] + b"\n" for r in recorded) == data
+    else:
+        assert lost == writer.lost_frames > 0
+
+
+def test_a_format_1_spool_left_by_an_older_release_is_still_recovered(tmp_path):
+    from wire_recorder.recorder.spool import A2C, EVENT, MAGIC_V1, REC_V1
+
+    db = str(tmp_path / "old.db")
+    meta = {"session_id": "old1", "started_wall_ns": time.time_ns(), "db": db,
+            "cwd": str(tmp_path)}
+    body = MAGIC_V1 + json.dumps(meta).encode() + b"\n"
+    for stream, data in ((C2A, FRAMES[:500]), (C2A, FRAMES[500:]), (A2C, FRAMES),
+                         (EVENT, b'{"event":"end"}')):
+        body += REC_V1.pack(stream, len(data), time.monotonic_ns(), time.time_ns()) + data
+    spool = tmp_path / "old.db.old1.spool"
+    spool.write_bytes(body)
+    res = subprocess.run([WIRE_PROXY, "recover", db], capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert not spool.exists()
+    assert stream_of(db, "c2a") == FRAMES and stream_of(db, "a2c") == FRAMES
