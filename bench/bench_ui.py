@@ -13,7 +13,7 @@ another for the session view. Numbers:
 * index served: GET /api/index of the first page sorted by start, and with a search word and a
   sort on tokens (median of 20 each) — what the page asks on every keystroke;
 * first paint: from navigating Chromium to the session to the first conversation items in the
-  DOM (the first 2,000 items are asked for beside the header, cards and timeline, and drawn
+  DOM (the first 500 items are asked for beside the header, cards and timeline, and drawn
   first); cold (read from the file) and warm (cached on the server).
 """
 
@@ -160,7 +160,7 @@ def main() -> None:
                     b.wait_for("document.querySelectorAll('tr.row').length")
                     t0 = time.perf_counter()
                     b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(key)})")
-                    b.wait_for("document.querySelectorAll('.item').length > 100", timeout=600)
+                    b.wait_for("document.querySelectorAll('.item').length >= 500", timeout=600)
                     out[label] = time.perf_counter() - t0
                 out["items_painted"] = b.eval("document.querySelectorAll('.item').length")
         q = urllib.parse.quote(key)

@@ -173,7 +173,7 @@ class Live:
 
 
 BATCH = 250  # files per workspace while indexing (each costs ~0.5 s of views; each file ~35 ms)
-CHUNK = 5000  # frames read from the file at a time for the conversation
+CHUNK = 2000  # frames read from the file at a time for the conversation
 
 
 @contextlib.contextmanager
@@ -227,9 +227,9 @@ class Cursor:
             resolve_blobs(frames, self.source_file)
         return frames
 
-    def page(self, start: int) -> dict:
+    def page(self, start: int, n: int = PAGE) -> dict:
         with self.lock:
-            while not self.done and len(self.conv.items) < start + PAGE:
+            while not self.done and len(self.conv.items) < start + n:
                 frames = self._read()
                 for f in frames:
                     self.conv.add(f)
@@ -239,7 +239,7 @@ class Cursor:
                     self.conv.finish()
                     self.done = True
             items = self.conv.items
-            return {"items": items[start:start + PAGE], "items_total": len(items),
+            return {"items": items[start:start + n], "items_total": len(items),
                     "more": not self.done}
 
 
@@ -426,7 +426,7 @@ class Catalog:
                     self._data_cache.popitem(last=False)
         return {"key": key, "live": False} | data
 
-    def items(self, key: str, start: int) -> dict:
+    def items(self, key: str, start: int, n: int = PAGE) -> dict:
         if key.startswith("live."):
             lv = self._live_get(key)
             lv.poll()
@@ -447,7 +447,7 @@ class Catalog:
                 cur = self._conv_cache.setdefault(key, cur)
                 while len(self._conv_cache) > 4:
                     self._conv_cache.popitem(last=False)
-        return cur.page(start) | {"live": False}
+        return cur.page(start, max(1, min(n, PAGE))) | {"live": False}
 
     def _live_get(self, key: str) -> Live:
         lv = self._live.get(key)

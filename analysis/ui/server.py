@@ -62,6 +62,8 @@ class UiServer(ThreadingHTTPServer):
             try:
                 if not self.catalog.ready or self.catalog.stale():
                     self.catalog.build()
+                # what the first session view needs (rich, the timeline), loaded while idle
+                from . import conversation  # noqa: F401
             finally:
                 self._rebuilding.release()
 
@@ -164,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
         if name == "session":
             return self._json(cat.session(q["k"]))
         if name == "items":
-            return self._json(cat.items(q["k"], int(q.get("from", "0"))))
+            return self._json(cat.items(q["k"], int(q.get("from", "0")), int(q.get("n", "2000"))))
         if name == "frames":
             lo = int(q.get("seq", "1"))
             return self._json({"frames": cat.frames(q["k"], lo, lo + int(q.get("n", "100")) - 1)})

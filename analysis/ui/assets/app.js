@@ -56,7 +56,7 @@
     const s = S.sessions[p.k];
     if (!s) throw new Error("no such session");
     if (name === "session") return Object.assign({}, s, {items: s.items.slice(0, 2000), items_total: s.items.length});
-    if (name === "items") return {items: s.items.slice(Number(p.from), Number(p.from) + 2000), items_total: s.items.length, live: false};
+    if (name === "items") return {items: s.items.slice(Number(p.from), Number(p.from) + Number(p.n || 2000)), items_total: s.items.length, live: false};
     if (name === "frames") {
       const lo = Number(p.seq), hi = lo + Number(p.n || 100) - 1;
       return {frames: s.frames.filter((f) => f.seq >= lo && f.seq <= hi)};
@@ -174,7 +174,7 @@
   async function showSession(key, jump) {
     // the conversation and the rest are asked for at once (the server answers both in
     // parallel); each is drawn as soon as it comes
-    const pSession = api("session", {k: key}), pItems = api("items", {k: key, from: 0});
+    const pSession = api("session", {k: key}), pItems = api("items", {k: key, from: 0, n: 500});
     pSession.catch(() => {}); pItems.catch(() => {});
     const headBox = el("div", {id: "head"}, el("p", {class: "muted"}, "reading the session…"));
     const charts = el("div", {id: "charts"});
