@@ -78,6 +78,16 @@ class _Word:
             except OSError:
                 pass
 
+    @classmethod
+    def stored(cls) -> None:
+        """The session is complete in the DB and the DB let go of: the proxy may exit now,
+        before the loader looks for older spools and winds down."""
+        if cls.enabled:
+            try:
+                os.write(1, b"stored\n")
+            except OSError:
+                pass
+
 
 class DB:
     """A store opened on demand and let go of when idle, so readers get their turn."""
@@ -570,6 +580,9 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         if torn:
             _say(f"{torn} bytes of {spool_path} were cut off mid-write and are not recorded "
                  f"(marked as a recording gap)")
+        # The DB is let go of first: once the spool is gone, the file is complete and free (a
+        # crash in between leaves a spool whose rows are stored: recover skips them).
+        handle.release()
         try:
             os.unlink(spool_path)
         except OSError:
@@ -635,8 +648,12 @@ def main(argv: list[str]) -> int:
         _say(f"recording failed ({type(e).__name__}: {e}); the session stays in {spool_path}: "
              f"run `{PROXY} recover {spool_path}` later")
         return 1
-    # Spools of earlier proxies that were killed together with their loader.
-    for orphan in orphan_spools(summary["db"]):
+    # Spools of earlier proxies that were killed together with their loader (their notes still
+    # reach the proxy's stderr: it is told to go only when there are none).
+    orphans = orphan_spools(summary["db"])
+    if not orphans:
+        _Word.stored()
+    for orphan in orphans:
         try:
             ingest_spool(orphan, follow=False)
         except Exception as e:

@@ -130,6 +130,7 @@ class _LoaderNotes(threading.Thread):
         super().__init__(name="loader-notes", daemon=True)
         self.fd = fd
         self.held_since: float | None = None
+        self.stored = False  # the loader's session is complete in the DB
         self.changed = threading.Event()
 
     def run(self) -> None:
@@ -148,6 +149,8 @@ class _LoaderNotes(threading.Thread):
                         self.held_since = time.monotonic()
                 elif line == b"free":
                     self.held_since = None
+                elif line == b"stored":
+                    self.stored = True
                 else:
                     try:
                         os.write(2, line + b"\n")
@@ -161,7 +164,7 @@ class _LoaderNotes(threading.Thread):
         'timeout' otherwise."""
         deadline = time.monotonic() + timeout
         while True:
-            if loader.poll() is not None:
+            if self.stored or loader.poll() is not None:
                 return "done"
             now = time.monotonic()
             held = self.held_since
@@ -396,7 +399,7 @@ def run_proxy(opts: ProxyOptions) -> int:
                  f"({writer.discarded_bytes} bytes) were not recorded (counted in the recording)")
         if loader is not None and notes is not None:
             how = notes.wait_for(loader, opts.loader_wait_s)
-            if how == "done":
+            if how == "done" and not notes.stored:
                 notes.join(1.0)  # its last notes are on their way through the pipe
             if how == "held":
                 note(f"{db} cannot be written now (in use by another process, or its disk is "
