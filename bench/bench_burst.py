@@ -32,6 +32,7 @@ from _common import (  # noqa: E402
     proxy_prefix,
     run_stream,
     say,
+    spool_leftovers,
     stop_loader,
     stream_for,
 )
@@ -123,7 +124,9 @@ def main() -> int:
                  "proxy_mb": pk.get("proxy_hwm_kb", 0) / 1024,
                  "loader_mb": pk.get("loader_hwm_kb", 0) / 1024}
             if case != "relay":
-                if is_loader_alive(pk.get("loader_pid")):
+                # a spool left means the proxy gave up waiting (--wait); a loader still
+                # winding down after it said "stored" is not unfinished
+                if spool_leftovers(tmp.path) and is_loader_alive(pk.get("loader_pid")):
                     stop_loader(pk["loader_pid"])
                     r["lost"] = "unfinished"
                 else:

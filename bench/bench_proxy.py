@@ -342,7 +342,9 @@ def bench_memory(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         res = run_stream(proxy_cmd(db, ["cat"], wait=wait), stream, keep_output=False,
                          poll_rss=True, stderr_path=tmp.file("stderr.txt"))
         pk = res.peak
-        unfinished = is_loader_alive(pk.get("loader_pid"))
+        # a spool left means the proxy gave up waiting (--wait); a loader still winding down
+        # after it said "stored" is not unfinished
+        unfinished = bool(spool_leftovers(tmp.path)) and is_loader_alive(pk.get("loader_pid"))
         if unfinished:
             # The proxy gave up waiting (--wait): the loader is still saving. Not a loss, but
             # not verifiable either; stop it (our own grandchild, by pid).
