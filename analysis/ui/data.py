@@ -263,6 +263,7 @@ class Catalog:
         self._conv_cache: OrderedDict[str, Cursor] = OrderedDict()
         self._data_cache: OrderedDict[str, dict] = OrderedDict()
         self._check_cache: dict[str, dict[int, list[str]]] = {}
+        self._file_rows: dict[str, tuple[tuple, list[dict]]] = {}
 
     # -- the index -------------------------------------------------------------------------------
     def _paths(self) -> list[str]:
@@ -296,24 +297,42 @@ class Catalog:
         t0 = time.perf_counter()
         paths = self._paths()
         problems: list[str] = list(self.problems) if not paths else []
-        rows: list[dict] = []
         spools = self._spools(paths)
         busy = {os.path.abspath(db) for _, db in spools}  # being recorded: shown from the spool
         # a workspace per batch of files: one view over the union of thousands of attached
         # files (the data folder holds a file per session) plans slowly and holds them all open
-        groups = [paths[i:i + BATCH] for i in range(0, len(paths), BATCH)]
-        while groups:
-            group = groups.pop(0)
+        # a file read before and not changed since keeps its rows (a reload reads what is new)
+        sigs = {p: _file_sig(p) for p in paths}
+        todo = [p for p in paths if self._file_rows.get(p, (None, []))[0] != sigs[p]]
+        groups = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+
+        def read(group: list[str]) -> tuple[dict[str, list[dict]], list[str]]:
+            """Rows per file of a group; a bad or busy file is found by halving and left out."""
             try:
                 with open_workspace(group) as ws:
-                    rows += index_rows(ws)
+                    got = index_rows(ws)
             except UserError as e:
                 if len(group) == 1:
-                    if os.path.abspath(group[0]) not in busy:
-                        problems.append(e.one_line())
-                else:  # one bad or busy file: find it, keep the others
-                    half = len(group) // 2
-                    groups[:0] = [group[:half], group[half:]]
+                    busy_file = os.path.abspath(group[0]) in busy
+                    return {}, [] if busy_file else [e.one_line()]
+                half = len(group) // 2
+                a, b = read(group[:half]), read(group[half:])
+                return a[0] | b[0], a[1] + b[1]
+            by_file: dict[str, list[dict]] = {p: [] for p in group}
+            for r in got:
+                by_file.setdefault(r["source_file"], []).append(r)
+            return by_file, []
+
+        # DuckDB works outside the GIL: two workspaces at once use two cores
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(2, max(1, len(groups)))) as pool:
+            for by_file, bad in pool.map(read, groups):
+                problems += bad
+                for p, got_rows in by_file.items():
+                    if p in sigs:
+                        self._file_rows[p] = (sigs[p], got_rows)
+        rows = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
         live_rows = []
         for sp, db in spools:
             key = "live." + str(self._file_no.setdefault(os.path.abspath(sp), len(self._file_no)))
@@ -571,6 +590,18 @@ class Catalog:
                 "recording": rep.get("recording"), "mode": rep.get("mode"),
                 "stopped": rep.get("stopped"), "stats": rep.get("stats"),
                 "divergences": order}
+
+
+def _file_sig(path: str) -> tuple:
+    """What changes when a recording does: its (and its WAL's) size and time."""
+    out: list = []
+    for p in (path, path + ".wal"):
+        try:
+            st = os.stat(p)
+            out += [st.st_size, st.st_mtime_ns]
+        except OSError:
+            out += [None, None]
+    return tuple(out)
 
 
 def _has_tag(tags: Any, want: str) -> bool:
