@@ -185,6 +185,12 @@ def test_a_replay_report_shows_the_first_divergence_beside_the_recorded_frame(ap
     assert "echo bye" in live
     assert "open the recorded session" in b.text("#main")
     b.screenshot(app["shots"] / "replay.png")
+    # the recorded frame itself, in the recording's frame inspector
+    assert b.text("#div0 .recseq").strip() == "frame #8 in the recording"
+    b.click("#div0 .recseq")
+    b.wait_for("document.querySelector('#insp .frame.target[data-seq=\"8\"]')")
+    target = b.text("#insp .frame.target")
+    assert "ToolCall" in target and "echo hello" in target
 
 
 def test_only_loopback_with_the_token_and_read_only(app):

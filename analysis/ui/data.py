@@ -570,6 +570,27 @@ class Catalog:
             return frame_dicts(frames, None, prev)
         return frame_dicts(frames, lo)
 
+    def _find_recorded(self, key: str, divs: list[dict]) -> None:
+        """Give each divergence the seq of the recorded frame it names (`recorded_seq`)."""
+        r = self.row(key)
+        try:
+            with self._open(r) as ws:
+                for d in divs:
+                    exp = d.get("expected")
+                    if not isinstance(exp, dict) or not isinstance(exp.get("method"), str):
+                        continue
+                    params = exp.get("params")
+                    kind = params.get("type") if isinstance(params, dict) else None
+                    turn, step = _where(d.get("where"))
+                    hit = ws.con.execute(sql("recorded_frame"), {
+                        "sid": r["session_id"], "turn": turn, "step": step,
+                        "method": exp["method"],
+                        "type": kind if isinstance(kind, str) else None}).fetchone()
+                    if hit:
+                        d["recorded_seq"] = hit[0]
+        except UserError:
+            return
+
     # -- replay reports --------------------------------------------------------------------------
     def report(self, n: int) -> dict:
         path = self.report_paths[n]
@@ -585,6 +606,8 @@ class Catalog:
         divs = rep.get("divergences") or []
         first = rep.get("first_divergence")
         order = ([first] if first else []) + [d for d in divs if d != first]
+        if key is not None:
+            self._find_recorded(key, order)
         return {"path": path, "name": os.path.basename(path), "ok": rep.get("ok"),
                 "session_id": sid, "session_name": rep.get("name"), "key": key,
                 "recording": rep.get("recording"), "mode": rep.get("mode"),
@@ -602,6 +625,11 @@ def _file_sig(path: str) -> tuple:
         except OSError:
             out += [None, None]
     return tuple(out)
+
+
+def _where(where: Any) -> tuple[int | None, int | None]:
+    m = re.search(r"turn (\d+)(?:, step (\d+))?", where if isinstance(where, str) else "")
+    return (int(m.group(1)), int(m.group(2)) if m.group(2) else None) if m else (None, None)
 
 
 def _has_tag(tags: Any, want: str) -> bool:

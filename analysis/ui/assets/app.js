@@ -428,7 +428,9 @@
       el("div", {class: "mono"}, d.message || ""),
       (d.details || []).length ? el("pre", {class: "mono"}, d.details.join("\n")) : null,
       el("div", {class: "sbs"},
-        el("div", {class: "recorded"}, el("b", {}, "recorded"), el("pre", {}, pretty(d.expected))),
+        el("div", {class: "recorded"}, el("b", {}, "recorded"),
+          d.recorded_seq && r.key ? el("a", {class: "recseq", href: "#s/" + encodeURIComponent(r.key) + "/f/" + d.recorded_seq}, ` frame #${d.recorded_seq} in the recording`) : null,
+          el("pre", {}, pretty(d.expected))),
         el("div", {class: "live-side"}, el("b", {}, "live"), el("pre", {}, pretty(d.got))))));
     put($main, 
       el("h1", {}, "replay of ", r.session_name || r.session_id || "?", " ", el("span", {class: r.ok ? "" : "bad"}, r.ok ? "ok" : "diverged")),
