@@ -137,6 +137,9 @@
       const head = el("tr", {}, COLS.map(([k, label]) => el("th", {onclick: k ? () => {
         if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = k === "started_at"; }
         load(); } : null}, label + (state.sort === k ? (state.desc ? " ▾" : " ▴") : ""))));
+      // while something is being recorded, the index follows (new sessions, ended ones)
+      stopLive();
+      if (!STATIC && d.rows.some((r) => r.live)) liveTimer = setTimeout(() => load(true), 3000);
       const rows = d.rows.map((r) => el("tr", {class: "row", "data-key": r.key, onclick: () => { location.hash = "#s/" + encodeURIComponent(r.key); }},
         el("td", {}, el("a", {href: "#s/" + encodeURIComponent(r.key)}, r.name || r.session_id.slice(0, 12)),
            r.live ? el("span", {class: "live"}, " ● live") : null,
