@@ -27,6 +27,7 @@ from wire_recorder.recorder.model import SESSION_COLUMNS, Frame
 from wire_recorder.recorder.paths import open_private
 from wire_recorder.recorder.store import Store, blobs_path, is_duckdb_file, open_store
 from wire_recorder.recorder.transcript import read_transcript, write_session
+from wire_recorder.recorder.workdir import FILES_KEY, read_stored, redact_entries
 
 # JSON columns of `sessions`; the other text columns are redacted as text
 _JSON_SESSION_COLUMNS = ("command", "tags")
@@ -237,6 +238,12 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
                     rows = [rw.frame(f, counts).row() for f in batch]
                     if dst is not None:
                         dst.insert_frames(rows)
+                workdir = read_stored(src, session)  # the work dir's files, redacted too
+                if workdir is not None:
+                    counts.session_changed |= bool(redact_entries(workdir.entries, redactor))
+                    if dst is not None:
+                        dst.insert_workdir_files([e.row(session["session_id"])
+                                                  for e in workdir.entries])
         finally:
             if dst is not None:
                 dst.close()  # checkpoints: no WAL is left beside the new file
@@ -340,6 +347,7 @@ def rewrite_transcript(path: str, redactor: RedactorLike, dry_run: bool = False,
     if RULES_COLUMN in SESSION_COLUMNS:
         new_session[RULES_COLUMN] = rw.rules_value(session.get(RULES_COLUMN))
     new_frames = [rw.frame(f, counts) for f in frames]
+    counts.session_changed |= bool(redact_entries(new_session.get(FILES_KEY) or [], redactor))
     if dry_run or not (counts.frames_changed or counts.session_changed):
         # A transcript holds no freed bytes: one without secrets is left as it is, so that its
         # diff in review stays empty.

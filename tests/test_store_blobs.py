@@ -63,10 +63,10 @@ def test_schema_1_file_reads_read_only_and_migrates_when_opened_for_writing(tmp_
     assert q.stdout.split()[-1] == f"3,{INLINE_MAX + 10},".encode()
 
     with open_store(db) as store:
-        assert store.version == SCHEMA_VERSION == 4
+        assert store.version == SCHEMA_VERSION == 5
         assert [f.raw for f in store.frames("old1")] == OLD_FRAMES
         assert all(f.anomaly is None for f in store.frames("old1"))
-    assert db_rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("4",)]
+    assert db_rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert not os.path.exists(db + ".blobs")  # old inline rows stay inline
 
 
