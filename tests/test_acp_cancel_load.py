@@ -22,7 +22,7 @@ from tests.harness.acp import AcpRun, check_acp_chain, run_acp_chain, run_acp_sc
 from wire_recorder.analysis.sources import open_workspace
 from wire_recorder.analysis.stats import summarize
 from wire_recorder.recorder.store import open_store
-from wire_recorder.replay.driver import replay_session
+from wire_recorder.replay.driver import ReplayOptions, replay_session
 from wire_recorder.replay.origins import find_origins
 from wire_recorder.replay.recording import load
 
@@ -239,7 +239,8 @@ def test_a_diverging_origin_fails_the_replay_and_is_reported(load_db, kimi_exe):
                *ACP_SCENARIOS["acp_load"].scripts[1:]]
     with AcpRun.create(changed, ACP_SCENARIOS["acp_load"].files, kimi=kimi_exe) as run:
         result = replay_session(load(db, second["session_id"]), run.argv(), env=run.env(),
-                                cwd=str(run.workdir))
+                                cwd=str(run.workdir),
+                                options=ReplayOptions(live_llm=True))  # the changed scripts
     (origin,) = result.origins
     assert not origin.ok and not result.ok and result.exit_code == 1
     assert "Let me count them all." in str(origin.first.got)
