@@ -17,12 +17,16 @@ import fcntl
 import os
 import threading
 from collections.abc import Callable
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from .errors import DBLocked, NotARecording, SchemaTooNew, SessionNotFound
 from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, TABLES, WORKDIR_COLUMNS, Frame
 from .paths import DUCKDB_MAGIC
+
+if TYPE_CHECKING:
+    import duckdb
+# duckdb itself is imported where a file is opened: it costs ~40 ms, and readers of transcripts
+# (wire-replay SESSION.jsonl) import this module without opening any.
 
 SCHEMA_VERSION = 5
 
@@ -118,6 +122,8 @@ BLOCK_SIZE = 16 * 1024
 
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
     if read_only or os.path.exists(path):
         if not os.path.exists(path):
             raise NotARecording(f"{path}: no such file")
@@ -207,6 +213,8 @@ def schema_version(con: duckdb.DuckDBPyConnection, path: str = "the file",
                    catalog: str | None = None) -> int | None:
     """The file's schema version; None when it has none. A version that is not a whole number
     is NotARecording (a file made by hand, or damaged)."""
+    import duckdb
+
     table = "meta" if catalog is None else f"{catalog}.meta"
     try:
         row = con.execute(f"SELECT value FROM {table} WHERE key = 'schema_version'").fetchone()
@@ -423,6 +431,8 @@ def open_store(path: str, read_only: bool = False) -> Store:
     """Open a recording. Read-only opens never change the file; writable opens create it (owner
     only) and migrate it to the current schema. Tables only: analysis installs its views when
     it opens a file (analysis/views.py)."""
+    import duckdb
+
     path = os.fspath(path)
     if not read_only:
         _PRIVATE.enter()  # left when the store closes
