@@ -12,7 +12,10 @@ checking that each answer comes back to the right id.
   lines, answers by position): process start + the agent's own work + pipe transfer;
 * replay (library): `replay_session()` against that agent, with matching, normalisation and the
   full comparison; overhead = replay - agent alone;
-* replay (CLI): `wire-replay SESSION -- agent`, including the interpreter and import start-up.
+* replay (CLI): `wire-replay SESSION -- agent`, including the interpreter and import start-up;
+  command-line overhead = CLI - agent alone (target, issue 14: <= 0.5 s), split into what the
+  command costs before any replay: the bare interpreter, `import wire_recorder.replay.cli`, and
+  the whole command on a missing session file (imports + argument parsing, one error line).
 """
 
 from __future__ import annotations
@@ -182,6 +185,15 @@ def agent_alone(argv, conv) -> float:
     return time.perf_counter() - t0
 
 
+def timed_run(argv: list[str], ok: int = 0) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True)
+    took = time.perf_counter() - t0
+    if p.returncode != ok:
+        raise SystemExit(f"{argv[:3]} exited {p.returncode}: {p.stderr.decode()[-300:]}")
+    return took
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=10_000)
@@ -217,6 +229,12 @@ def main() -> int:
             if p.returncode != 0:
                 print(p.stdout.decode(), p.stderr.decode())
                 return 1
+        py = str(Path(sys.executable))
+        wr = str(Path(sys.executable).parent / "wire-replay")
+        bare = [timed_run([py, "-c", "pass"]) for _ in range(a.repeat)]
+        imp = [timed_run([py, "-c", "import wire_recorder.replay.cli"]) for _ in range(a.repeat)]
+        parse = [timed_run([wr, str(tmp / "missing.jsonl"), "-q", "--", *argv], ok=2)
+                 for _ in range(a.repeat)]
         med = statistics.median
         print(f"agent alone (minimal client): {med(alone):.3f} s  (runs: "
               f"{', '.join(f'{x:.3f}' for x in alone)})")
@@ -224,6 +242,11 @@ def main() -> int:
               f"{med(lib) - med(alone):.3f} s")
         print(f"replay, CLI (incl. start-up): {med(cli):.3f} s  -> overhead "
               f"{med(cli) - med(alone):.3f} s")
+        over = med(cli) - med(alone)
+        print(f"command-line overhead (CLI - agent alone): {over:.3f} s  target <= 0.500 s  "
+              f"{'PASS' if over <= 0.5 else 'MISS'}; CLI - library {med(cli) - med(lib):.3f} s")
+        print(f"  start-up: python -c pass {med(bare):.3f} s, + import replay.cli "
+              f"{med(imp):.3f} s, + argument parsing (missing file) {med(parse):.3f} s")
         print(f"requests matched: {r.stats.get('requests_matched')}, "
               f"frames compared: {r.stats.get('live_agent_frames')}")
     return 0

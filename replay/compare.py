@@ -72,6 +72,8 @@ class Position:
         self.turn_ids = turn_ids
         self.turns_done = 0
         self.has_turns = True
+        self._where_key: tuple[bool, int, int] | None = None
+        self._where = ""
 
     def see(self, m: Msg) -> str:
         a = m.adapter
@@ -94,6 +96,14 @@ class Position:
         return self.where()
 
     def where(self) -> str:
+        # asked of every frame of both streams: the text is made again only when it changes
+        key = (self.has_turns, self.turn, self.step)
+        if key != self._where_key:
+            self._where_key = key
+            self._where = self._where_text()
+        return self._where
+
+    def _where_text(self) -> str:
         if not self.has_turns:
             return ""
         if self.turn == 0:
