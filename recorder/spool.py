@@ -167,11 +167,16 @@ class SpoolWriter:
             pass
         try:
             write_all(self.fd, header_bytes(meta))
-            self._map: mmap.mmap | None = mmap.mmap(self.fd, HEADER_PAGE)
-        except (OSError, ValueError):
+        except OSError:
             os.close(self.fd)
             os.unlink(path)
             raise
+        try:
+            self._map: mmap.mmap | None = mmap.mmap(self.fd, HEADER_PAGE)
+        except (OSError, ValueError):
+            # no shared mapping here: the counters stay zero and the loader only marks what
+            # the writer itself marked
+            self._map = None
         # With backpressure a short queue is enough to keep the writer busy, and it is all a
         # SIGKILL can take.
         self.max_pending = min(max_pending, NO_LOSS_PENDING) if no_loss else max_pending
