@@ -87,8 +87,8 @@ def test_a_one_word_change_changes_at_most_two_lines(recorded, tmp_path):
     before = (recorded / "a.jsonl").read_bytes()
     path.write_bytes(before)
     changed = scripts_with(NAME, OLD_WORD, NEW_WORD)
-    with Agent(NAME, changed, tmp_root=tmp_path) as agent:
-        p = run_cli([path, "--update", *agent.cli_args()])
+    with Agent(NAME, changed, tmp_root=tmp_path) as agent:  # its own model: the changed scripts
+        p = run_cli([path, "--update", "--live-llm", *agent.cli_args()])
     out = p.stdout.decode()
     assert p.returncode == 0, out + p.stderr.decode()
     assert out.startswith(f"updated {path} [{NAME}]")
