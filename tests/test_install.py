@@ -27,9 +27,9 @@ from tests.harness.install import (
     Dist,
     built_dist,
     clean_env,
-    make_venv,
     product_files,
     site_packages,
+    wheel_venv,
 )
 from tests.harness.replay import SAMPLES, Agent
 from tests.harness.wire import check_scenario, run_scenario
@@ -42,8 +42,9 @@ def dist(tmp_path_factory) -> Dist:
 
 @pytest.fixture(scope="session")
 def venv(dist, tmp_path_factory) -> Path:
-    """bin/ of a fresh venv with the wheel (not editable) and pytest installed."""
-    return make_venv(tmp_path_factory.mktemp("venv") / "v", str(dist.wheel), "pytest")
+    """bin/ of a fresh venv with the wheel (not editable) and pytest installed (one per run,
+    shared with the plugin project and docs tests)."""
+    return wheel_venv(tmp_path_factory.getbasetemp() / "wheel")
 
 
 def run(bin_dir: Path, cmd: str, *args: str, cwd: Path, timeout: float = 120,
