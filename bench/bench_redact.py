@@ -13,6 +13,13 @@ key in the text, and a value under `api_key`), it measures, best of N runs in ro
   recorded  frames/s of both directions until the proxy exits, i.e. until its loader has stored
             every row (the sustained recording rate), redacted / not redacted
 
+First, in this process (`--micro` alone skips the proxy runs): the Redactor's own cost per frame
+(`redact_bytes`, best of several rounds) for 2 MiB frames without a secret and with one at the
+start or at the end, in MB/s, beside the limit measured over the same bytes in the same run (a
+`bytes.find` of a byte that is not there, i.e. memchr, and `re.search` of a trivial literal);
+and for 2 KiB frames without and with a secret, in us per frame. With `--src DIR` the micro
+figures are those of DIR/recorder/redact.py (e.g. a checkout of an earlier commit).
+
 Each proxy run is checked: every frame of both directions stored, no recording gap, and in the
 frames with secrets none left in the redacted DB (all of them in the unredacted one). The exit
 status is 2 only when such a check failed; the 10% bar is printed as PASS/MISS.
@@ -78,6 +85,78 @@ def stream_of(size: int, total: int, secret: bool) -> Stream:
     distinct = max(1, min(total, (256 << 10) // size, 1000))
     make = make_secret_frame if secret else make_frame
     return Stream(size, [make(size, i) for i in range(distinct)], max(1, total // distinct))
+
+
+def _load_redact(src: str | None):
+    """recorder.redact of the installed package, or of DIR/recorder/redact.py."""
+    if not src:
+        from wire_recorder.recorder import redact
+
+        return redact
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_redact_src",
+                                                  os.path.join(src, "recorder", "redact.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _best(fn, data: bytes, rounds: int) -> float:
+    """Seconds per call of fn(data), best of `rounds` rounds of enough calls for ~20 ms."""
+    n = max(1, int(0.02 / max(_once(fn, data), 1e-7)))
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn(data)
+        best = min(best, (time.perf_counter() - t) / n)
+    return best
+
+
+def _once(fn, data: bytes) -> float:
+    t = time.perf_counter()
+    fn(data)
+    return time.perf_counter() - t
+
+
+def micro(src: str | None, rounds: int) -> dict:
+    """The Redactor's cost per frame, in this process, beside memchr and a trivial re.search."""
+    import re
+
+    mod = _load_redact(src)
+    r = mod.Redactor(env_values={})
+    big = 2 << 20
+    secret_start = make_secret_frame(big, 1)
+    plain = make_frame(big, 1)
+    key = _key(7)
+    # the secret in the last 100 bytes of the frame's text
+    secret_end = plain[: big - 105] + b" " + key + plain[big - 104 + len(key):]
+    assert len(secret_end) == big and key in secret_end
+    cases = {"2 MiB no secret": plain, "2 MiB secret at start": secret_start,
+             "2 MiB secret at end": secret_end}
+    trivial = re.compile(rb"\x00never")
+    out: dict = {}
+    print(f"\nredact_bytes in-process ({'src ' + src if src else 'installed'}), best of {rounds}:")
+    for name, data in cases.items():
+        red = r.redact_bytes(data)
+        if (key in data and key in red) or (name.endswith("no secret") and red is not data):
+            raise SystemExit(f"micro: {name}: the redaction is not what it should be")
+        s = _best(r.redact_bytes, data, rounds)
+        lim_find = _best(lambda d: d.find(b"\x00"), data, rounds)
+        lim_re = _best(trivial.search, data, rounds)
+        out[name] = {"redact_MBps": len(data) / s / 1e6, "memchr_MBps": len(data) / lim_find / 1e6,
+                     "re_trivial_MBps": len(data) / lim_re / 1e6}
+        print(f"  {name:24s} {len(data) / s / 1e6:9,.0f} MB/s   (memchr {len(data) / lim_find / 1e6:9,.0f}"
+              f" MB/s, re.search of a literal {len(data) / lim_re / 1e6:7,.0f} MB/s)")
+    for name, data in {"2 KiB no secret": make_frame(2048, 1),
+                       "2 KiB with secrets": make_secret_frame(2048, 1)}.items():
+        s = _best(r.redact_bytes, data, rounds)
+        lim_re = _best(trivial.search, data, rounds)
+        out[name] = {"redact_us": s * 1e6, "re_trivial_us": lim_re * 1e6}
+        print(f"  {name:24s} {s * 1e6:9.1f} us/frame (re.search of a literal {lim_re * 1e6:.2f} us)")
+    return out
 
 
 def check(db: str, stream: Stream, secret: bool, redacted: bool) -> list[str]:
@@ -163,9 +242,13 @@ def main() -> int:
     ap.add_argument("--src", help="benchmark the recorder package found in DIR (a scratch copy "
                     "of the repo) instead of the installed wire-proxy")
     ap.add_argument("--no-json", action="store_true")
+    ap.add_argument("--micro", action="store_true", help="only the in-process figures (~10 s)")
     args = ap.parse_args()
     mode = "quick" if args.quick else "full"
     cfg = CONFIGS[mode]
+    micro_data = micro(args.src, 3 if args.quick else 7)
+    if args.micro:
+        return 0
     prefix = proxy_prefix(args.src)
     if prefix is None:
         return 1
@@ -209,7 +292,7 @@ def main() -> int:
             json.dump({"mode": mode, "src": args.src, "git": git_rev(), "started": started,
                        "elapsed_s": elapsed, "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
                        "python": platform.python_version(), "config": {k: str(v) for k, v in cfg.items()},
-                       "rows": rep.rows, "data": rep.data, "loss": rep.loss, "errors": rep.errors},
+                       "micro": micro_data, "rows": rep.rows, "data": rep.data, "loss": rep.loss, "errors": rep.errors},
                       f, indent=1, default=str)
         print(f"\nresults: {os.path.relpath(path, ROOT)}")
     return 2 if rep.loss or rep.errors else 0

@@ -73,11 +73,23 @@ _SECRET_WORDS = (
     rb"api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
     rb"|secret[_-]?key|private[_-]?key|password|passwd|secret|token"
 )
+_ASSIGNMENT_TAIL = rb"\b[\"']?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+_ASSIGNMENT_VALUE = rb"[^\s\"'\\,;&()\[\]{}<>]"
 _ASSIGNMENT = (
-    rb"(?i:\b(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + rb"))\b[\"']?[ \t]*[:=][ \t]*"
+    rb"(?i:\b(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + rb"))" + _ASSIGNMENT_TAIL
     # possessive, and not followed by a bracket: `token = get_token()` is code, not a secret
-    rb"(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&()\[\]{}<>]{8,}+)(?![(\[{<])"
+    + rb"(?P<secret>" + _ASSIGNMENT_VALUE + rb"{8,}+)(?![(\[{<])"
 )
+# What every match of _ASSIGNMENT holds after its secret word (each ends in one of these).
+_ASSIGNMENT_ENDS = (b"key", b"token", b"secret", b"password", b"passwd")
+_ASSIGNMENT_AFTER = re.compile(
+    _ASSIGNMENT_TAIL + _ASSIGNMENT_VALUE + rb"{8,}+(?![(\[{<])"
+)
+_SECRET_WORD_END = re.compile(rb"(?:" + _SECRET_WORDS + rb")\Z")  # on the lowered frame
+_SECRET_WORD_MAX = 16  # bytes; the longest secret word is 13
+_ALNUM_TABLE = bytes(1 if chr(c).isascii() and chr(c).isalnum() else 0 for c in range(256))
+_WORD_TABLE = bytes(1 if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0
+                    for c in range(256))
 # The first look, on the lowered frame: a frame where none of these occur (and no secret env
 # value, no `ASIA`, no `@` with `://`) is stored as it is, without any other work. Each branch
 # starts at a letter that is rare in JSON text and looks back for the rest: Python's re then skips
@@ -88,6 +100,39 @@ _PREFILTER = re.compile(
     rb"|b(?:earer|asic)[ \t]|v(?<=\"env)\"|h(?<=\")eaders\""
     rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)"
 )
+
+# Where a token shape can start. Each search starts at one character that is rare in text and
+# JSON (`A`, `J`, `-`, `_`), which re finds with memchr, and looks back for the rest: a frame is
+# cleared at several GB/s (one search over a character set runs at ~0.4 GB/s; the lowered-frame
+# prefilter above, testing a common letter every few bytes, at ~0.09 GB/s). Each group names the
+# shape in `_TOKEN_SHAPES` (`s<index>`; `p` = the PEM block) whose every match holds that anchor,
+# so the byte rules run only the shapes whose anchor is in the frame.
+_SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
+    (c, re.compile(p))
+    for c, p in (
+        # the PEM branch first: `sk-----BEGIN ` is a PEM block and cannot be an `sk-` key
+        (b"-", rb"-(?:(?=----BEGIN )(?P<p>)|(?<=sk-)(?P<s0>)|(?<=glpat-)(?P<s6>)"
+                 rb"|(?<=xox[bpoas]-)(?P<s7>))"),
+        (b"A", rb"A(?:KIA(?P<s1>)|SIA(?P<s2>)|Iza(?P<s3>))"),
+        (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>))"),
+        (b"J", rb"J(?<=eyJ)(?P<s8>)"),
+    )
+)
+
+
+def _may_hold_shape(raw: bytes) -> bool:
+    return any(c in raw and rx.search(raw) is not None for c, rx in _SHAPE_ANCHORS)
+
+
+def _shape_hits(raw: bytes) -> set[str | None]:
+    """The groups of _SHAPE_ANCHORS found in raw."""
+    return {m.lastgroup for c, rx in _SHAPE_ANCHORS if c in raw for m in rx.finditer(raw)}
+
+
+# What the context rules need in the lowered frame: every word of `_SECRET_WORDS` holds one of
+# _ASSIGNMENT_WORDS.
+_BEARER_WORDS = (b"bearer", b"basic")
+_ASSIGNMENT_WORDS = (b"key", b"token", b"secret", b"passw")
 
 SECRET_KEYS = frozenset(
     {
@@ -182,10 +227,16 @@ class Redactor:
             self.rules.append(f"env:{name}")
         self._literals = literals
         # (regex, bounded: no token character may come right before the match)
-        shapes = [(re.compile(p), True) for p in _TOKEN_SHAPES] + [(re.compile(_PEM, re.S), False)]
+        # (anchor group in _SHAPE_ANCHORS, regex, bounded), in the order they are applied
+        self._anchored: list[tuple[str, re.Pattern[bytes], bool]] = [
+            (f"s{i}", re.compile(p), True) for i, p in enumerate(_TOKEN_SHAPES)
+        ] + [("p", re.compile(_PEM, re.S), False)]
+        shapes = [(rx, b) for _, rx, b in self._anchored]
+        self._literal_rx: re.Pattern[bytes] | None = None
         if literals:
             alts = sorted(literals, key=len, reverse=True)
-            shapes.append((re.compile(b"|".join(re.escape(a) for a in alts)), False))
+            self._literal_rx = re.compile(b"|".join(re.escape(a) for a in alts))
+            shapes.append((self._literal_rx, False))
         self._shapes = shapes  # the rules that also run on frames over HUGE_FRAME
         self._context = [re.compile(_BEARER), re.compile(_URL_PASSWORD), re.compile(_ASSIGNMENT)]
         self._user_rules = [re.compile(p.encode("utf-8")) for p in patterns or []]
@@ -301,8 +352,14 @@ class Redactor:
 
         return sub
 
+    def _has_literal(self, raw: bytes) -> bool:
+        return any(v in raw for v in self._literal_list)
+
     def _may_match(self, raw: bytes) -> bool:
         """False when no built-in rule, secret env value or config key can match raw."""
+        if len(raw) > HUGE_FRAME:
+            # only the token shapes, env values and config patterns run on these
+            return _may_hold_shape(raw) or self._has_literal(raw)
         low = raw.lower()
         if _PREFILTER.search(low) is not None:
             return True
@@ -310,20 +367,36 @@ class Redactor:
             return True
         if self._extra and any(k in low for k in self._extra):
             return True
-        return bool(self._literal_list) and any(v in raw for v in self._literal_list)
+        return bool(self._literal_list) and self._has_literal(raw)
 
     def _byte_rules(self, raw: bytes, may: bool | None = None) -> bytes:
         """raw with the byte rules applied; `may`: what `_may_match(raw)` said, when the caller
-        asked it already."""
+        asked it already.
+
+        A rule runs only when what every match of it holds is in raw (a token shape's anchor,
+        `bearer`/`basic`, `://` and `@`, a secret word, an env value): each regex would
+        otherwise scan the whole frame for nothing, several times per string of a JSON frame.
+        The anchors are looked up in raw once; a placeholder put in by an earlier rule holds
+        none of them and is never redacted again."""
         out = raw
         found: list[bytes] = []
         if self._may_match(raw) if may is None else may:
             plain, bounded = self._subber(found), self._subber(found, bounded=True)
-            for rx, b in self._shapes:
-                out = rx.sub(bounded if b else plain, out)
+            hits = _shape_hits(raw)
+            for group, rx, b in self._anchored:
+                if group in hits:
+                    out = rx.sub(bounded if b else plain, out)
+            if self._literal_rx is not None and self._has_literal(out):
+                out = self._literal_rx.sub(plain, out)
             if len(raw) <= HUGE_FRAME:  # these scan slowly: not over megabytes
-                for rx in self._context:
-                    out = rx.sub(plain, out)
+                low = raw.lower()
+                bearer, url, assignment = self._context
+                if any(w in low for w in _BEARER_WORDS):
+                    out = bearer.sub(plain, out)
+                if b"://" in raw and b"@" in raw:
+                    out = url.sub(plain, out)
+                if any(w in low for w in _ASSIGNMENT_WORDS):
+                    out = _sub_assignments(assignment, plain, out)
         if self._user_rules:
             plain = self._subber(found)
             for rx in self._user_rules:
@@ -497,6 +570,74 @@ class Redactor:
         b = text.encode("utf-8", "surrogateescape")
         out = self.redact_bytes(b)
         return text if out is b else out.decode("utf-8", "surrogateescape")
+
+
+def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:
+    """The last position s, floor <= s <= w, from which `\\b(?:[a-z0-9]+[_-])*` ends at w (w holds
+    a letter), or -1. Walking back from w: a non-word byte (or `-`, or the start) before j puts a
+    `\\b` at j; an `_` needs a run of letters and digits before it, and the walk goes on from the
+    run's start; a letter or digit right before j ends it. alnum: raw.translate(_ALNUM_TABLE)."""
+    j = w
+    while j >= floor:
+        if j == 0 or not _WORD_TABLE[raw[j - 1]]:
+            return j
+        if raw[j - 1] != 0x5F:  # `_`
+            return -1
+        p = alnum.rfind(b"\x00", 0, j - 1) + 1
+        if p == j - 1:
+            return -1
+        j = p
+    return -1
+
+
+def _sub_assignments(
+    rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes
+) -> bytes:
+    """rx.sub(repl, raw) for rx = _ASSIGNMENT, found from where its matches must be.
+
+    _ASSIGNMENT has no literal for re to look for first, so re.sub enters the matcher at every
+    byte (~50 ns a byte), and from every start in a long `a-a-a-...` run it walks the run again
+    (quadratic: 16 KB took 7 s). Every match ends its secret word at one of _ASSIGNMENT_ENDS
+    followed by _ASSIGNMENT_AFTER (the rest of the pattern), so: find those, check that a secret
+    word ends there and that the word chain before it can start at a `\\b` at or after the end of
+    the previous match, and run rx.match once from that start (the start re.sub would reach:
+    matches come in the order of their words, a chain cannot cross the `:`/`=` of the one
+    before). Should the match not come out, re.sub does the whole frame."""
+    low = raw.lower()
+    ends: set[int] = set()
+    for word in _ASSIGNMENT_ENDS:
+        i = low.find(word)
+        while i >= 0:
+            e = i + len(word)
+            if _ASSIGNMENT_AFTER.match(low, e) is not None:
+                ends.add(e)
+            i = low.find(word, e)
+    if not ends:
+        return raw
+    alnum = low.translate(_ALNUM_TABLE)
+    parts: list[bytes] = []
+    at = 0
+    for e in sorted(ends):
+        start = -1
+        pos = max(at, e - _SECRET_WORD_MAX)
+        while start < 0 and pos < e:
+            mw = _SECRET_WORD_END.search(low, pos, e)
+            if mw is None:
+                break
+            start = _chain_start(low, alnum, mw.start(), at)
+            pos = mw.start() + 1
+        if start < 0:
+            continue
+        m = rx.match(raw, start)
+        if m is None or m.end() <= e:
+            return rx.sub(repl, raw)
+        parts.append(raw[at:start])
+        parts.append(repl(m))
+        at = m.end()
+    if not parts:
+        return raw
+    parts.append(raw[at:])
+    return b"".join(parts)
 
 
 def _replace_strings(o: Any, mapping: dict[str, str]) -> Any:
