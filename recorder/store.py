@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import DBLocked, NotARecording, SchemaTooNew, SessionNotFound
+from .errors import DBLocked, NotARecording, SchemaTooNew
 from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, TABLES, WORKDIR_COLUMNS, Frame
 from .paths import DUCKDB_MAGIC
 
@@ -296,24 +296,11 @@ class Store:
         return [dict(zip(SESSION_COLUMNS, r, strict=True)) for r in cur.fetchall()]
 
     def session(self, session_id: str | None = None) -> dict:
-        """One session: the given id (or a unique prefix of it), or the only one in the file."""
-        all_sessions = self.sessions()
-        if not all_sessions:
-            raise SessionNotFound(f"{self.path} holds no sessions")
-        if session_id is None:
-            if len(all_sessions) == 1:
-                return all_sessions[0]
-            ids = ", ".join(s["session_id"] for s in all_sessions[:5])
-            raise SessionNotFound(f"{self.path} holds {len(all_sessions)} sessions",
-                                  f"pick one with --session ID: {ids}")
-        hits = [s for s in all_sessions if s["session_id"] == session_id] or \
-               [s for s in all_sessions if s["session_id"].startswith(session_id)]
-        if len(hits) != 1:
-            ids = ", ".join(s["session_id"] for s in all_sessions[:5])
-            what = "no session" if not hits else f"{len(hits)} sessions"
-            raise SessionNotFound(f"{self.path} has {what} matching {session_id!r}",
-                                  f"sessions there: {ids}")
-        return hits[0]
+        """One session: the given name or id (or a unique prefix of either), or the only one in
+        the file (recorder.sessions: the rule every command uses)."""
+        from .sessions import pick_session
+
+        return pick_session(self.sessions(), session_id, self.path)
 
     def frames(self, session_id: str, directions: tuple[str, ...] | None = None) -> list[Frame]:
         sql = f"SELECT {frame_select(self.version)} FROM frames WHERE session_id = ?"

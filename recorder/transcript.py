@@ -635,11 +635,10 @@ def load_recording(path: str, session_id: str | None = None) -> tuple[dict, list
     """A session from a .db or a .jsonl transcript: what replay and analysis start from."""
     if path.endswith(".jsonl"):
         session, frames = read_transcript(path)
-        if session_id and not session["session_id"].startswith(session_id):
-            from .errors import SessionNotFound
+        if session_id:
+            from .sessions import pick_session
 
-            raise SessionNotFound(f"{path} holds session {session['session_id']}, "
-                                  f"not {session_id!r}")
+            pick_session([session], session_id, path)  # the same rule as a .db's sessions
         return session, frames
     with open_store(path, read_only=True) as store:
         session = store.session(session_id)

@@ -58,13 +58,19 @@ def test_a_duckdb_file_that_is_not_a_recording(tmp_path):
 def test_db_with_no_sessions(tmp_path):
     db = tmp_path / "empty.db"
     open_store(str(db)).close()
-    assert_one_line_error(run_cli([db, "--", "true"]), 2, "holds no sessions")
+    assert_one_line_error(run_cli([db, "--", "true"]), 2, "no sessions recorded")
 
 
 def test_unknown_session_id(sample_db):
     assert_one_line_error(run_cli([sample_db, "--session", "zzz", "--", "true"]), 2,
                           "no session matching 'zzz'")
-    assert_one_line_error(run_cli([SAMPLE, "--session", "zzz", "--", "true"]), 2, "not 'zzz'")
+    assert_one_line_error(run_cli([SAMPLE, "--session", "zzz", "--", "true"]), 2,
+                          "no session matching 'zzz'")
+    # a session is picked by its name too (wire-proxy --name; the sample's is its scenario's):
+    # the replay gets as far as the agent, which `true` is not
+    p = run_cli([sample_db, "--session", "approve_shell", "--", "true"])
+    assert b"exits before answering" in p.stderr or b"initialize" in p.stderr, p.stderr
+    assert b"no session matching" not in p.stderr
 
 
 def test_transcript_with_garbage_lines(tmp_path):
@@ -103,12 +109,12 @@ def test_nothing_after_the_double_dash():
 
 
 def test_agent_command_not_found_or_not_executable(tmp_path):
-    # 127, as a shell says, and as wire-proxy says for the same agent command
-    assert_one_line_error(run_cli([SAMPLE, "--", "no-such-agent-xyz", "--wire"]), 127,
+    # a set-up error (2): the replay never ran (wire-proxy says 127 for the same command)
+    assert_one_line_error(run_cli([SAMPLE, "--", "no-such-agent-xyz", "--wire"]), 2,
                           "cannot start the agent: no-such-agent-xyz: command not found")
     script = tmp_path / "agent.sh"
     script.write_text("#!/bin/sh\n")
-    assert_one_line_error(run_cli([SAMPLE, "--", script]), 127, "permission denied")
+    assert_one_line_error(run_cli([SAMPLE, "--", script]), 2, "permission denied")
     assert_one_line_error(run_cli([SAMPLE, "--cwd", tmp_path / "gone", "--", "true"]), 2,
                           "the work dir", "does not exist")
 
