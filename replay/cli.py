@@ -16,6 +16,7 @@ import typer
 
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.helpstyle import help_text, make_app
 
 from .driver import ReplayOptions, replay_session
 from .normalize import IgnoreRule
@@ -23,25 +24,22 @@ from .options import Mode, OnUnmatched
 
 PROG = "wire-replay"
 
-HELP = """Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests.
-
-  wire-replay SESSION [OPTIONS] [-- AGENT_CMD ...]   (agent under test)
-
-  wire-replay SESSION --serve [OPTIONS]              (client under test)
-
-Agent under test (default): spawn AGENT_CMD (after --; the command stored in the recording
-runs only with --recorded-command), send the recorded client frames in causal order, answer the
-agent's requests with the recorded answers, and compare what the agent sends with the
-recording. For kimi, its model is pinned to what the recording says it answered (a scratch
-HOME and config made and removed here) unless --live-llm.
-
-Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.
-
-For MCP, "agent" is the server. See docs/protocols.md for what changes per protocol.
-
-Exit codes: 0 the run matches the recording, 1 it diverged, 2 bad input or usage, 127 the agent
-command cannot start.
-"""
+HELP = help_text(
+    "Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests. "
+    "Agent under test (default): spawn AGENT_CMD (after --; the command stored in the "
+    "recording runs only with --recorded-command), send the recorded client frames in causal "
+    "order, answer the agent's requests with the recorded answers, and compare what the agent "
+    "sends with the recording. For kimi, its model is pinned to what the recording says it "
+    "answered (a scratch HOME and config made and removed here) unless --live-llm. "
+    "Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.",
+    ["wire-replay session.db -- kimi --wire",
+     "wire-replay session.db --session NAME --json -- kimi --wire",
+     "wire-replay acp.jsonl --cwd WORK -- kimi acp",
+     "wire-replay session.db --serve",
+     "wire-replay session.db --update -- kimi --wire"],
+    "For MCP, \"agent\" is the server (docs/protocols.md). Exit codes: 0 the run matches the "
+    "recording, 1 it diverged, 2 bad input, usage, or an agent that cannot start or dies "
+    "before answering.")
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
@@ -54,15 +52,14 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
     return env
 
 
-app = typer.Typer(add_completion=False, help=HELP, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = make_app()
 
 
 @app.command(help=HELP)
 def command(
     session_file: str = typer.Argument(..., metavar="SESSION", help="a .db written by wire-proxy, or a .jsonl transcript"),
     agent: list[str] | None = typer.Argument(None, metavar="AGENT_CMD", help="after --: the agent to run", show_default=False),
-    session: str | None = typer.Option(None, "--session", "-s", help="session id (or unique prefix) in a file holding several"),
+    session: str | None = typer.Option(None, "--session", "-s", help="session name or id (or a unique prefix) in a file holding several"),
     serve: bool = typer.Option(False, "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
     update: bool = typer.Option(False, "--update", help="re-record the session against the current agent and summarise what changed"),
     output: str | None = typer.Option(None, "--output", "-o", help="with --update: write here instead of over SESSION"),

@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import orjson
 
-from wire_recorder.recorder.errors import AgentStartError, InputError, UsageError, UserError
+from wire_recorder.recorder.errors import InputError, UsageError, UserError
 
 from .compare import Divergence, Position, cut_short, diff_streams, make_items
 from .labels import describe
@@ -270,16 +270,20 @@ def check_command(argv: Sequence[str], cwd: str | None, recorded: bool) -> None:
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen:
+    # A replay that cannot start its agent is a set-up error (exit 2), like an agent that dies
+    # before answering: the test never ran. (wire-proxy, which stands in for the agent, says 127
+    # as a shell would.)
     try:
         return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=dict(env) if env is not None else None,
                                 cwd=cwd, start_new_session=True)
     except FileNotFoundError:
-        raise AgentStartError(f"cannot start the agent: {argv[0]}: command not found") from None
+        raise AgentSetupError(f"cannot start the agent: {argv[0]}: command not found",
+                              "give the agent command after --, e.g. -- kimi --wire") from None
     except PermissionError:
-        raise AgentStartError(f"cannot start the agent: {argv[0]}: permission denied") from None
+        raise AgentSetupError(f"cannot start the agent: {argv[0]}: permission denied") from None
     except OSError as e:
-        raise AgentStartError(f"cannot start the agent: {argv[0]}: {e.strerror or e}") from None
+        raise AgentSetupError(f"cannot start the agent: {argv[0]}: {e.strerror or e}") from None
 
 
 def kill_group(proc: subprocess.Popen) -> None:
