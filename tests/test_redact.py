@@ -327,3 +327,95 @@ def test_imported_kimi_logs_are_stored_redacted(tmp_path):
     # the check means something: unredacted, the key's bytes are in the file
     import_files([str(log)], str(tmp_path / "plain.db"), redact=False)
     assert SK.encode() in (tmp_path / "plain.db").read_bytes()
+
+
+# -- big frames and the anchors that decide which rules run ------------------------------------
+
+BIG = 2 << 20
+
+
+def _filler(n: int, alphabet: bytes) -> bytes:
+    return (alphabet * (n // len(alphabet) + 1))[:n]
+
+
+@pytest.mark.parametrize("alphabet", [
+    b"abcdefghijklmnopqrstuvwxyz0123456789 ",  # no anchor byte at all
+    b"Ab-_J x-y_z AKIB eyX sk_ gh-_ -----BEGIN PUBLIC KEY----- ",  # anchor bytes everywhere
+])
+def test_a_2_mib_frame_loses_its_secrets_near_the_start_and_at_the_end(alphabet):
+    env = {"MY_SERVICE_TOKEN": "svc-0123456789"}
+    r = R(env=env)
+    secrets = [*SECRETS.values(), "svc-0123456789"]
+    pem = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+    words = b" ".join(s.encode() for s in secrets) + b" " + pem + b" "
+    plain = _filler(BIG, alphabet)
+    assert r.redact_bytes(plain) is plain
+    for raw in (b"x " + words + plain[len(words) + 2:],  # near the start
+                plain[:BIG - len(words) - 1] + b" " + words):  # at the very end
+        assert len(raw) > HUGE_FRAME
+        for text in (raw, b'{"x":"' + raw.replace(b"\n", b"\\n") + b'"}'):
+            out = r.redact_bytes(text)
+            for s in secrets:
+                assert s.encode() not in out, s
+            assert b"MIIEpAIBAAKCAQEA7" not in out
+            assert len(PLACEHOLDER_RE.findall(out)) == len(secrets) + 1
+            assert r.redact_bytes(out) == out
+
+
+def _all_rules(r: Redactor, raw: bytes) -> bytes:
+    """The byte rules as they ran before they were guarded by anchors: every regex over raw."""
+    found: list[bytes] = []
+    plain, bounded = r._subber(found), r._subber(found, bounded=True)
+    out = raw
+    for rx, b in r._shapes:
+        out = rx.sub(bounded if b else plain, out)
+    if len(raw) <= HUGE_FRAME:
+        for rx in r._context:
+            out = rx.sub(plain, out)
+    for secret in sorted(set(found), key=len, reverse=True):
+        out = out.replace(secret, r.placeholder(secret))
+    return out
+
+
+PIECES = [*SECRETS.values(), "api_key", "API-KEY", "apikey", "token", "Token", "secret",
+          "client_secret", "client-secret", "Xclient-secret", "secret_key", "mysecret_key",
+          "private_key", "refresh-token", "password", "PASSWD", "my_", "a_", "a-", "_", "-", "__",
+          "=", ":", " ", "\t", '"', "'", '\\"', "\\", "(", "[", ",", "\n", "Bearer ", "basic ",
+          "https://", "u:", "pw", "@", "h/", "sk-", "AKIA", "eyJ", ".", "xoxb-", "ghp_",
+          "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "svc-0123456789",
+          "REDACTED:0123456789ab", "abcdefghij", "XYZ", "9", "get_token()", "é"]
+
+
+def test_the_anchored_rules_do_what_every_regex_over_the_whole_frame_did():
+    """Each rule runs only where what its matches hold is (a token shape's anchor, a secret word
+    followed by `=`/`:`, ...): on text made of secrets, near-secrets and their pieces the result
+    is the one of running every regex over the frame, and a frame the first look clears is one
+    those regexes leave alone."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    r = R(env={"MY_SERVICE_TOKEN": "svc-0123456789"})
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(PIECES) | st.text("aZ9_-=: ", max_size=12), max_size=30))
+    def check(parts):
+        raw = "".join(parts).encode()
+        want = _all_rules(r, raw)
+        assert r._byte_rules(raw, may=True) == want, raw
+        if not r._may_match(raw):
+            assert want == raw, raw
+
+    check()
+
+
+def test_secret_assignments_scan_long_runs_once():
+    """`\\b(?:[a-z0-9]+[_-])*` tried from every start of a long `a-a-a-...` run walked the run
+    again each time (16 KB took seconds); each word is now looked at once."""
+    r = R()
+    run = b"a-" * (64 << 10)
+    for raw in (run + b"key=xxxxxxxxxxxx api_key=" + b"s3cr3t-value",
+                b"password: " + b"hunter2hunter " + run + b"token=short"):
+        out = r.redact_bytes(raw)
+        assert out.startswith(run) or out.startswith(b"password: REDACTED:")
+        assert b"s3cr3t-value" not in out and b"hunter2hunter" not in out
+        assert b"token=short" in out or b"key=xxxxxxxxxxxx" in out
