@@ -405,6 +405,10 @@ def test_the_anchored_rules_do_what_every_regex_over_the_whole_frame_did():
         if not r._may_match(raw):
             assert want == raw, raw
 
+    for text in ("PASSWD=abcdefghij", "my_passwd: 'abcdefghij'", "x Xclient-secret=abcdefghij",
+                 "secret_key = abcdefghij", "refresh-token:abcdefghij", 'api-Key: "abcdefghij"'):
+        out = r._byte_rules(text.encode(), may=True)
+        assert out == _all_rules(r, text.encode()) and b"abcdefghij" not in out, text
     check()
 
 
