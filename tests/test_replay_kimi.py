@@ -4,6 +4,7 @@ agents that exit or hang."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -46,18 +47,24 @@ def recorded(kimi_exe, tmp_path_factory):
     return d
 
 
-def test_record_then_replay(recorded, tmp_path):
+def test_record_then_replay(recorded, kimi_exe, tmp_path):
+    """Fresh recordings replay green with only `wire-replay DB -- kimi --wire`: an empty HOME, no
+    scripts, no config (the model pinned to the recording), in an empty work dir."""
     def replay(name):
-        with Agent(name, tmp_root=tmp_path) as agent:
-            return name, cli_json([recorded / f"{name}.db", "--frame-timeout", "60",
-                                   *agent.cli_args()])
+        home, work = tmp_path / name / "home", tmp_path / name / "work"
+        home.mkdir(parents=True)
+        work.mkdir()
+        p = run_cli([recorded / f"{name}.db", "--json", "--frame-timeout", "60", "--cwd", work,
+                     "--", str(kimi_exe), "--wire"], env={"HOME": str(home)})
+        return name, (p.returncode, json.loads(p.stdout or b"{}"), home)
 
     results = dict(parallel(replay, FRESH))
-    for name, (code, report) in results.items():
-        assert code == 0 and report["ok"], (name, report["divergences"])
+    for name, (code, report, home) in results.items():
+        assert code == 0 and report["ok"], (name, report.get("divergences"))
         assert report["stats"]["live_agent_frames"] == report["stats"]["recorded_agent_frames"]
+        assert list(home.iterdir()) == []  # kimi's files went to the replay's scratch HOME
     # every recorded request was asked again and answered as recorded
-    matched = {n: r["stats"].get("requests_matched", 0) for n, (_, r) in results.items()}
+    matched = {n: r["stats"].get("requests_matched", 0) for n, (_, r, _) in results.items()}
     assert matched == {"approve_shell": 1, "reject_shell": 2, "approve_for_session": 1,
                        "external_tool": 1, "cancel_turn": 1}
 
