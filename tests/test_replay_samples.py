@@ -23,10 +23,12 @@ FRESH_ID_TYPES = {"ApprovalRequest", "QuestionRequest", "HookRequest"}
 
 @pytest.fixture(scope="module")
 def replays(kimi_exe, tmp_path_factory):
-    """Every sample replayed once, a few side by side (kimi's start-up mostly waits)."""
+    """Every sample replayed twice, each time in a fresh HOME and work dir, a few side by side
+    (kimi's start-up mostly waits): a pinned replay gives the same verdict run after run."""
     from wire_recorder.replay.driver import ReplayOptions, replay_session
 
-    def one(name: str):
+    def one(job: tuple[str, int]):
+        name, _ = job
         root = tmp_path_factory.mktemp(name)
         home, work = root / "home", root / "work"
         home.mkdir()
@@ -40,12 +42,20 @@ def replays(kimi_exe, tmp_path_factory):
                                 options=ReplayOptions(frame_timeout=60))
         return name, result, home
 
-    return {name: (result, home) for name, result, home in parallel(one, NAMES)}
+    out: dict[str, list] = {}
+    for name, result, home in parallel(one, [(n, i) for i in (1, 2) for n in NAMES]):
+        out.setdefault(name, []).append((result, home))
+    return out
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_sample_replays_with_only_the_agent_command(replays, name):
-    result, home = replays[name]
+    assert len(replays[name]) == 2
+    for result, home in replays[name]:
+        check_replay(name, result, home)
+
+
+def check_replay(name, result, home) -> None:
     assert result.ok and result.agent_exit_code == 0, result.first
     assert all(o.ok for o in result.origins)
     assert any("LLM pinned to the recording" in n for n in result.notes), result.notes
