@@ -342,17 +342,17 @@ def _filler(n: int, alphabet: bytes) -> bytes:
     b"abcdefghijklmnopqrstuvwxyz0123456789 ",  # no anchor byte at all
     b"Ab-_J x-y_z AKIB eyX sk_ gh-_ -----BEGIN PUBLIC KEY----- ",  # anchor bytes everywhere
 ])
-def test_a_2_mib_frame_loses_its_secrets_near_the_start_and_at_the_end(alphabet):
+@pytest.mark.parametrize("size", [BIG, 512 << 10])  # over HUGE_FRAME: not parsed; under: parsed
+def test_a_2_mib_frame_loses_its_secrets_near_the_start_and_at_the_end(alphabet, size):
     env = {"MY_SERVICE_TOKEN": "svc-0123456789"}
     r = R(env=env)
     secrets = [*SECRETS.values(), "svc-0123456789"]
     pem = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
     words = b" ".join(s.encode() for s in secrets) + b" " + pem + b" "
-    plain = _filler(BIG, alphabet)
+    plain = _filler(size, alphabet)
     assert r.redact_bytes(plain) is plain
     for raw in (b"x " + words + plain[len(words) + 2:],  # near the start
-                plain[:BIG - len(words) - 1] + b" " + words):  # at the very end
-        assert len(raw) > HUGE_FRAME
+                plain[:size - len(words) - 1] + b" " + words):  # at the very end
         for text in (raw, b'{"x":"' + raw.replace(b"\n", b"\\n") + b'"}'):
             out = r.redact_bytes(text)
             for s in secrets:
@@ -404,11 +404,17 @@ def test_the_anchored_rules_do_what_every_regex_over_the_whole_frame_did():
         assert r._byte_rules(raw, may=True) == want, raw
         if not r._may_match(raw):
             assert want == raw, raw
+        big = raw + b" " * (70 << 10)  # the first look of frames over 64 KiB
+        if not r._may_match(big):
+            assert _all_rules(r, big) == big, raw
 
     for text in ("PASSWD=abcdefghij", "my_passwd: 'abcdefghij'", "x Xclient-secret=abcdefghij",
-                 "secret_key = abcdefghij", "refresh-token:abcdefghij", 'api-Key: "abcdefghij"'):
-        out = r._byte_rules(text.encode(), may=True)
-        assert out == _all_rules(r, text.encode()) and b"abcdefghij" not in out, text
+                 "secret_key = abcdefghij", "refresh-token:abcdefghij", 'api-Key: "abcdefghij"',
+                 "x Bearer abcdefghij", "basic\tabcdefghij", "https://u:abcdefghij@h/"):
+        for raw in (text.encode(), text.encode() + b" " * (70 << 10)):
+            assert r._may_match(raw), text
+            out = r._byte_rules(raw, may=True)
+            assert out == _all_rules(r, raw) and b"abcdefghij" not in out, text
     check()
 
 
