@@ -7,21 +7,25 @@ import sys
 import typer
 
 from wire_recorder.recorder.edge import entry
+from wire_recorder.recorder.helpstyle import help_text, make_app
 
 UI = "wire-ui"
 
-HELP = ("A local web app over recordings: session index and search, conversation, timeline, "
-        "frame inspector, live sessions, replay divergences. Read-only; listens on 127.0.0.1 "
-        "only; prints the URL (with its token) and opens a browser.\n\n"
-        "Example: wire-ui 'sessions/**/*.db' report.json --no-browser")
+HELP = help_text(
+    "A local web app over recordings: session index and search, conversation, timeline, "
+    "frame inspector, live sessions, replay divergences. Read-only; listens on 127.0.0.1 "
+    "only; prints the URL (with its token) and opens a browser.",
+    ["wire-ui",
+     "wire-ui session.db other.db",
+     "wire-ui 'sessions/**/*.db' report.json --no-browser",
+     "wire-ui recordings/ --port 8765"])
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = make_app()
 
 
 @app.command(help=HELP)
 def ui_cmd(
-    paths: list[str] = typer.Argument(None, metavar="[PATH...]",
+    paths: list[str] = typer.Argument(None, metavar="PATH",
                                       help="recordings (.db, globs, folders, .jsonl) and "
                                       "wire-replay --json reports (.json); default: the data "
                                       "folder where wire-proxy records"),
