@@ -61,7 +61,9 @@ _TOKEN_SHAPES = [
     rb"github_pat_[A-Za-z0-9_]{22,}",
     rb"glpat-[A-Za-z0-9_-]{20,}",
     rb"xox[bpoas]-[A-Za-z0-9-]{10,}",
-    rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    # possessive: a run of these never ends in `.`, and giving bytes back walked each run of
+    # base64 again from every `eyJ` in it
+    rb"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}",
 ]
 _TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _PEM = rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----"
@@ -115,7 +117,7 @@ _SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
                  rb"|(?<=xox[bpoas]-)(?P<s7>))"),
         (b"A", rb"A(?:KIA(?P<s1>)|SIA(?P<s2>)|Iza(?P<s3>))"),
         (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>))"),
-        (b"J", rb"J(?<=eyJ)(?P<s8>)"),
+        (b"J", rb"J(?<=\.eyJ)(?P<s8>)"),  # a JWT's second part: `eyJ` alone is common in base64
     )
 )
 
