@@ -6,7 +6,9 @@ spawned within 100 ms of the proxy's start. Every other command uses typer.
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any
 
 from .edge import PROXY, entry, version_line
 from .errors import UsageError
@@ -17,6 +19,13 @@ usage: wire-proxy [OPTIONS] -- CMD [ARGS...]
 
 Relay stdin/stdout/stderr between a client and CMD byte for byte, recording every frame
 into a DuckDB file.
+
+Examples
+  wire-proxy -- kimi --wire
+  wire-proxy --db session.db --name demo --tag team=ide -- kimi --wire
+  wire-proxy --protocol acp --snapshot-workdir -- kimi acp
+  wire-proxy --no-record -- kimi --wire
+  wire-proxy recover session.db
 
 options:
   --db PATH          record into PATH (default: $WIRE_PROXY_DB, else one new file per
@@ -36,12 +45,21 @@ options:
                      frames from the recording (by default the relay never waits)
   -q, --quiet        no notes on stderr (problems are still reported)
   --version          print the version
+  --show-completion [SHELL]
+                     print the completion script for SHELL ({shells};
+                     default: the current one): eval "$(wire-proxy --show-completion bash)"
+  --install-completion [SHELL]
+                     add that script to the shell's start-up files
   -h, --help         this help
 
 recover PATH...      bring spools left by a killed proxy into their DB (PATH: a .db or .spool)
 """
 
 VALUE_OPTIONS = {"--db", "--name", "--tag", "--protocol", "--wait"}
+COMPLETION_OPTIONS = {"--show-completion", "--install-completion"}
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+# set by the completion script when the shell asks for candidates (typer's convention)
+COMPLETE_VAR = "_WIRE_PROXY_COMPLETE"
 
 
 def parse_args(argv: list[str]):
@@ -97,6 +115,14 @@ def parse_args(argv: list[str]):
             opts.snapshot_workdir = True
         elif arg == "--no-loss":
             opts.no_loss = True
+        elif name in COMPLETION_OPTIONS:
+            shell = inline if eq else None
+            if not eq and i + 1 < len(argv) and argv[i + 1] in SHELLS:
+                shell = argv[i + 1]
+            if shell is not None and shell not in SHELLS:
+                raise UsageError(f"{name} {shell!r}: not a shell this knows",
+                                 f"use one of {', '.join(SHELLS)}")
+            return (name, shell)
         elif arg in ("-h", "--help"):
             return "help"
         elif arg == "--version":
@@ -110,6 +136,8 @@ def parse_args(argv: list[str]):
 
 
 def run(argv: list[str]) -> int:
+    if os.environ.get(COMPLETE_VAR):
+        return _complete()
     if argv and argv[0] == "recover":
         from .recover import recover_paths
 
@@ -120,14 +148,80 @@ def run(argv: list[str]) -> int:
     if parsed == "help":
         from . import protocols  # the registry: in-tree adapters and installed ones
 
-        sys.stdout.write(USAGE.format(protocols=", ".join(protocols.names())))
+        sys.stdout.write(USAGE.format(protocols=", ".join(protocols.names()),
+                                      shells=", ".join(SHELLS[:-1])))
         return 0
+    if isinstance(parsed, tuple):
+        return _completion_script(*parsed)
     if parsed == "version":
         sys.stdout.write(version_line(PROXY))
         return 0
     from .proxy import run_proxy
 
     return run_proxy(parsed)
+
+
+# -- shell completion: typer is imported only here, never on the relay's path -----------------
+
+def _completion_script(option: str, shell: str | None) -> int:
+    """Print (--show-completion) or install (--install-completion) typer's completion script for
+    wire-proxy: the script calls wire-proxy back with COMPLETE_VAR set (see _complete)."""
+    # typer's own helpers behind its --show-completion, called here to honour a named shell
+    from typer._completion_shared import _get_shell_name, get_completion_script, install
+
+    shell = shell or _get_shell_name()
+    if shell not in SHELLS:
+        raise UsageError(f"cannot tell which shell this is ({shell or 'none found'})",
+                         f"name it: {PROXY} {option} bash")
+    if option == "--show-completion":
+        sys.stdout.write(get_completion_script(prog_name=PROXY, complete_var=COMPLETE_VAR,
+                                               shell=shell) + "\n")
+        return 0
+    shell, path = install(shell=shell, prog_name=PROXY, complete_var=COMPLETE_VAR)
+    sys.stdout.write(f"{shell} completion installed in {path}\n"
+                     "it takes effect in a new shell\n")
+    return 0
+
+
+def _complete() -> int:
+    """Answer the shell's request for candidates: a typer command with wire-proxy's options
+    (names, help, choices) does it; it is never used to run the proxy."""
+    import typer
+    from typer.main import get_command
+
+    from . import protocols
+
+    names = protocols.names()
+
+    def protocol_names(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+
+    app = typer.Typer(add_completion=True)
+
+    @app.command()
+    def proxy(
+        command: list[str] | None = typer.Argument(None, metavar="CMD"),
+        db: str | None = typer.Option(None, "--db", help="record into PATH"),
+        name: str | None = typer.Option(None, "--name", help="name the session"),
+        tag: list[str] | None = typer.Option(None, "--tag", help="tag the session"),
+        protocol: str | None = typer.Option(None, "--protocol", help="the protocol",
+                                            autocompletion=protocol_names),
+        no_record: bool = typer.Option(False, "--no-record", help="relay only"),
+        no_redact: bool = typer.Option(False, "--no-redact", help="store frames as they are"),
+        snapshot_workdir: bool = typer.Option(False, "--snapshot-workdir",
+                                              help="store the work dir files too"),
+        wait: float | None = typer.Option(None, "--wait", help="seconds to wait at exit"),
+        no_loss: bool = typer.Option(False, "--no-loss", help="never drop frames"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no notes on stderr"),
+        version: bool = typer.Option(False, "--version", help="print the version"),
+    ) -> Any:
+        return 0
+
+    try:
+        get_command(app).main(args=[], prog_name=PROXY, complete_var=COMPLETE_VAR)
+    except SystemExit as e:  # click ends a completion request with sys.exit
+        return e.code if isinstance(e.code, int) else 0
+    return 0
 
 
 main = entry(run, PROXY)
