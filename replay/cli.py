@@ -18,7 +18,7 @@ from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.helpstyle import help_text, make_app
 
-from .driver import ReplayOptions, replay_session
+from .driver import ReplayOptions, ReplayProgress, replay_session
 from .normalize import IgnoreRule
 from .options import Mode, OnUnmatched
 
@@ -39,7 +39,8 @@ HELP = help_text(
      "wire-replay session.db --update -- kimi --wire"],
     "For MCP, \"agent\" is the server (docs/protocols.md). Exit codes: 0 the run matches the "
     "recording, 1 it diverged, 2 bad input, usage, or an agent that cannot start or dies "
-    "before answering.")
+    "before answering. On a terminal, a replay running over 2 seconds shows a progress line on "
+    "stderr (turn, client frames sent, agent frames received), wiped before the report.")
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
@@ -50,6 +51,50 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--env {it!r} is not KEY=VALUE")
         env[k] = v
     return env
+
+
+# seconds a replay runs before its progress line shows (quick replays print nothing)
+PROGRESS_AFTER_ENV = "WIRE_REPLAY_PROGRESS_AFTER"
+
+
+class ProgressLine:
+    """A live line on stderr while a replay runs, `turn 2/5 · sent 14/30 · received 212 frames`:
+    on a terminal only, once the replay has run PROGRESS_AFTER_ENV seconds (default 2), and
+    wiped before the report is printed."""
+
+    def __init__(self, prog: str = PROG) -> None:
+        import time
+
+        self.prog, self._clock = prog, time.monotonic
+        self.start = self._clock()
+        try:
+            self.after = float(os.environ.get(PROGRESS_AFTER_ENV, "2"))
+        except ValueError:
+            self.after = 2.0
+        self.shown = False
+        self._last = ""
+
+    def __call__(self, p: ReplayProgress) -> None:
+        if self._clock() - self.start < self.after:
+            return
+        turn = f"turn {p.turn}/{p.turns} · " if p.turns else ""
+        line = (f"{self.prog}: {turn}sent {p.sent}/{p.to_send} · "
+                f"received {p.received} frame{'s' if p.received != 1 else ''}")
+        if line != self._last:  # the terminal is written to when something moved only
+            self._write(f"\r\x1b[K{line}")
+            self._last, self.shown = line, True
+
+    def clear(self) -> None:
+        if self.shown:
+            self._write("\r\x1b[K")
+            self.shown, self._last = False, ""
+
+    @staticmethod
+    def _write(text: str) -> None:
+        try:
+            os.write(2, text.encode(errors="replace"))
+        except OSError:
+            pass
 
 
 app = make_app()
@@ -128,8 +173,15 @@ def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[s
         if env:
             run_env = dict(os.environ)
             run_env.update(env)
-        result = replay_session(rec, list(agent) or None, env=run_env, cwd=cwd, options=opts,
-                                origin_files=origin)
+        line = None
+        if not quiet and opts.progress is None and sys.stderr.isatty():
+            line = opts.progress = ProgressLine()
+        try:
+            result = replay_session(rec, list(agent) or None, env=run_env, cwd=cwd, options=opts,
+                                    origin_files=origin)
+        finally:
+            if line is not None:
+                line.clear()
         out = sys.stdout
     if report:
         rp.write_report(report, result)

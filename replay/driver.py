@@ -25,7 +25,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -60,6 +60,20 @@ ON_UNMATCHED = values(OnUnmatched)
 CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"})
 
 
+PROGRESS_EVERY_S = 0.2  # how often ReplayOptions.progress is called while a replay runs
+
+
+@dataclass(frozen=True)
+class ReplayProgress:
+    """Where a running replay is, for a progress line (ReplayOptions.progress)."""
+
+    turn: int  # turns the agent has begun (Wire) or finished (ACP); 0 for MCP
+    turns: int  # turns in the recording
+    sent: int  # client frames (and the closing EOF) sent so far
+    to_send: int  # of these in all
+    received: int  # agent frames received so far
+
+
 @dataclass
 class ReplayOptions:
     match_on: Sequence[str] | None = None  # None: the protocol adapter's defaults
@@ -74,6 +88,9 @@ class ReplayOptions:
     recorded_command: bool = False
     live_llm: bool = False  # keep the agent's own model instead of pinning it to the recording
     write_llm_script: str | None = None  # write the pinned LLM's scripts there
+    # called from the replay loop every PROGRESS_EVERY_S or so (a CLI draws a progress line from
+    # it); also for each origin session replayed first. It must be quick and must not raise.
+    progress: Callable[[ReplayProgress], None] | None = None
 
     def validate(self) -> ReplayOptions:
         if self.match_on is not None:
@@ -633,9 +650,15 @@ class _AgentReplay:
         for th in readers:
             th.start()
         last_activity = time.monotonic()
+        next_progress = self.t0
         try:
             while True:
                 now = time.monotonic()
+                if opts.progress is not None and now >= next_progress:
+                    next_progress = now + PROGRESS_EVERY_S
+                    opts.progress(ReplayProgress(
+                        max(self.pos.turn, self.pos.turns_done), len(self.turn_keys),
+                        self.step_i, len(self.steps), len(self.live)))
                 if self.held:
                     self._release_held(now)
                 while self.scheduled and self.scheduled[0][0] <= now:
