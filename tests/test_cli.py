@@ -3,6 +3,7 @@ with the exit code of their kind, quiet ends on a closed pipe and on Ctrl-C."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -56,9 +57,40 @@ def test_every_console_script_is_here():
 
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_help(cmd):
+    """One help style: a summary, Examples naming the command, the options with --version and
+    shell completion; and the completion the shell script asks for answers with the options."""
     res = run(cmd, "--help")
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert "--version" in res.stdout and "Traceback" not in res.stdout
+    examples = res.stdout.split("Examples", 1)[-1]
+    assert "Examples" in res.stdout and f"  {cmd} " in examples, res.stdout
+    assert "--show-completion" in res.stdout and "--install-completion" in res.stdout
+    var = "_{}_COMPLETE".format(cmd.replace("-", "_").upper())
+    asked = subprocess.run([str(BIN / cmd)], capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL,
+                           env={**os.environ, var: "complete_bash", "COMP_WORDS": f"{cmd} --",
+                                "COMP_CWORD": "1"})
+    assert asked.returncode == 0, asked.stderr
+    assert {"--version", "--help"} <= set(asked.stdout.split()), asked.stdout
+
+
+def test_wire_proxy_completion_without_typer_on_the_relay_path():
+    script = run("wire-proxy", "--show-completion", "bash")
+    assert script.returncode == 0 and "_WIRE_PROXY_COMPLETE=complete_bash" in script.stdout
+    assert "#compdef wire-proxy" in run("wire-proxy", "--show-completion=zsh").stdout
+    bad = run("wire-proxy", "--show-completion=tcsh")
+    assert bad.returncode == 2 and "bash" in one_line(bad, "wire-proxy")
+    asked = subprocess.run([str(BIN / "wire-proxy")], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "_WIRE_PROXY_COMPLETE": "complete_bash",
+                                "COMP_WORDS": "wire-proxy --db x.db --protocol ",
+                                "COMP_CWORD": "4"})
+    assert asked.stdout.split() == ["wire", "acp", "mcp"], asked.stdout + asked.stderr
+    # the options are parsed without typer, click or rich (the agent is spawned right after)
+    probe = ("import sys; from wire_recorder.recorder.proxy_cli import parse_args; "
+             "parse_args(['-q', '--db', 'x.db', '--tag', 'a=b', '--', 'true']); "
+             "print(sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert res.stdout == "[]\n", res.stdout + res.stderr
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
@@ -166,3 +198,58 @@ def test_closed_pipe_is_exit_0_quietly(cmd):
     res = subprocess.run(["bash", "-c", f"set -o pipefail; {shell} </dev/null | head -c 1 "
                                         ">/dev/null"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+# -- wire-replay's live progress line: on a terminal only -------------------------------------
+
+def _replay(kimi: Path, tmp: Path, tty: bool) -> tuple[int, str, str]:
+    """A real replay of the sample; stderr on a pseudo-terminal or a pipe. The progress line's
+    2 s threshold is set to 0 so that no timing is involved."""
+    import pty
+
+    home, work = tmp / "home", tmp / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {**os.environ, "HOME": str(home), "WIRE_REPLAY_PROGRESS_AFTER": "0"}
+    argv = [str(BIN / "wire-replay"), SAMPLE, "--", str(kimi), "--wire"]
+    if not tty:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
+                             cwd=work, stdin=subprocess.DEVNULL)
+        return res.returncode, res.stdout, res.stderr
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                             env=env, cwd=work)
+        os.close(slave)
+        chunks = []
+        while True:  # until the child's end closes the terminal
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: no process holds the terminal any more
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out = p.stdout.read().decode() if p.stdout else ""
+        code = p.wait(timeout=300)
+    finally:
+        os.close(master)
+    return code, out, b"".join(chunks).decode(errors="replace")
+
+
+def test_replay_progress_on_a_terminal_only(kimi_exe, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    (tmp_path / "tty").mkdir()
+    (tmp_path / "pipe").mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        on_tty = pool.submit(_replay, kimi_exe, tmp_path / "tty", True)
+        piped = pool.submit(_replay, kimi_exe, tmp_path / "pipe", False)
+        (code, out, term), (pcode, pout, perr) = on_tty.result(), piped.result()
+    assert code == 0 and pcode == 0, term + perr
+    line = re.compile(r"wire-replay: turn \d+/\d+ · sent \d+/\d+ · received \d+ frames?")
+    assert line.search(term), term
+    assert term.rstrip("\n").endswith("\r\x1b[K"), repr(term[-200:])  # wiped before the report
+    assert line.search(out) is None and "\x1b[K" not in out  # the report on stdout is clean
+    assert "sent " not in perr and "\x1b" not in perr, perr  # a pipe gets no progress
+    assert pout.splitlines()[0] == out.splitlines()[0]  # the same verdict either way
