@@ -69,7 +69,7 @@ CONFIGS = {
         "sus_frames": 1_000_000,
         "mem_cases": ((2 << 20, 512), (64 << 10, 16384)),
         "mem_wait_s": 150,
-        "start_runs": 11,
+        "start_runs": 30,
     },
 }
 
@@ -80,7 +80,7 @@ TARGETS = {
     "lat_max_p99_added_us": 200.0,
     "sus_min_rows_s": 100_000,
     "mem_max_mb": 200.0,
-    "spawn_max_ms": 100.0,
+    "spawn_max_ms": 10.0,  # added to the direct spawn, median (issue 14, item 3)
 }
 
 
@@ -425,14 +425,19 @@ def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
             argv = agent if v == "direct" else proxy_cmd(tmp.file("st.db"), agent)
             res[v].append(startup_once(argv, frame))
     med = {v: {k: median([x[k] for x in rs]) for k in rs[0]} for v, rs in res.items()}
-    rep.data["startup"] = {"runs": res, "median": med}
-    say(f"  median {med}")
+    p90 = {v: {k: pct(sorted(x[k] for x in rs), 0.9) for k in rs[0]} for v, rs in res.items()}
+    rep.data["startup"] = {"runs": res, "median": med, "p90": p90}
+    say(f"  median {med}\n  p90 {p90}")
     sec = "5 startup"
     d, p = med["direct"], med["proxy"]
     rep.row(sec, "launch->spawned", "direct (agent's own start)", d["spawn_ms"], "ms")
+    rep.row(sec, "launch->spawned", "direct p90", p90["direct"]["spawn_ms"], "ms")
+    added = p["spawn_ms"] - d["spawn_ms"]
     rep.row(sec, "launch->spawned", "proxy", p["spawn_ms"], "ms", "direct",
-            p["spawn_ms"] / d["spawn_ms"], f"< {TARGETS['spawn_max_ms']:.0f} ms",
-            p["spawn_ms"] < TARGETS["spawn_max_ms"])
+            p["spawn_ms"] / d["spawn_ms"])
+    rep.row(sec, "launch->spawned", "proxy p90", p90["proxy"]["spawn_ms"], "ms")
+    rep.row(sec, "launch->spawned", "added by the proxy (medians)", added, "ms", None, None,
+            f"< {TARGETS['spawn_max_ms']:.0f} ms", added < TARGETS["spawn_max_ms"])
     rep.row(sec, "launch->first RT", "direct", d["first_rt_ms"], "ms")
     rep.row(sec, "launch->first RT", "proxy", p["first_rt_ms"], "ms", "direct",
             p["first_rt_ms"] / d["first_rt_ms"])
@@ -460,6 +465,7 @@ def main() -> int:
     ap.add_argument("--src", help="benchmark the recorder package found in DIR (a scratch "
                     "copy of the repo) instead of the installed wire-proxy")
     ap.add_argument("--label", default="", help="a label stored in the JSON result")
+    ap.add_argument("--start-runs", type=int, help="launches per variant in the startup section")
     ap.add_argument("--no-json", action="store_true")
     args = ap.parse_args()
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -467,7 +473,9 @@ def main() -> int:
         if s not in SECTIONS:
             ap.error(f"unknown section {s!r}")
     mode = "quick" if args.quick else "full"
-    cfg = CONFIGS[mode]
+    cfg = dict(CONFIGS[mode])
+    if args.start_runs:
+        cfg["start_runs"] = args.start_runs
 
     prefix = proxy_prefix(args.src)
     if prefix is None:

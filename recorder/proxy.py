@@ -1,7 +1,9 @@
 """wire-proxy as a library: spawn the agent, relay byte for byte, spool every chunk, hand the
 spool to a loader process that writes DuckDB.
 
-Nothing heavy is imported here: the agent must be running within tens of milliseconds.
+The agent is spawned before anything the relay does not need at that moment is imported or
+opened (the spool, its JSON, the relay threads, the loader process): measured here, each module
+imported first delays every IDE start by its import time.
 """
 
 from __future__ import annotations
@@ -10,20 +12,20 @@ import contextlib
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from . import __version__
 from .edge import PROXY, say
 from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
-from .relay import Pump
-from .spool import A2C, C2A, C2A_LATE, STDERR, SpoolWriter
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .spool import SpoolWriter
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PUMP_DRAIN_AFTER_EXIT_S = 2.0
@@ -40,20 +42,31 @@ HANGUP_GAP = "not recorded: the client had hung up"
 HELD_GRACE_S = 1.0
 
 
-@dataclass
 class ProxyOptions:
-    command: list[str]
-    db: str | None = None
-    name: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    protocol: str | None = None
-    record: bool = True
-    redact: bool = True  # the loader redacts the stored copy (docs/design.md, "Redaction")
-    snapshot_workdir: bool = False  # the loader stores the work dir's files, not only a manifest
-    quiet: bool = False
-    loader_wait_s: float = 30.0
-    max_pending: int | None = None
-    no_loss: bool = False  # slow the relay down rather than drop chunks from the recording
+    """What `wire-proxy` was asked for. A plain class, not a dataclass: `dataclasses` (and the
+    `inspect` it imports) would be imported before the agent is spawned."""
+
+    def __init__(self, command: list[str], db: str | None = None, name: str | None = None,
+                 tags: dict[str, str] | None = None, protocol: str | None = None,
+                 record: bool = True, redact: bool = True, snapshot_workdir: bool = False,
+                 quiet: bool = False, loader_wait_s: float = 30.0,
+                 max_pending: int | None = None, no_loss: bool = False):
+        self.command = command
+        self.db = db
+        self.name = name
+        self.tags: dict[str, str] = {} if tags is None else tags
+        self.protocol = protocol
+        self.record = record
+        self.redact = redact  # the loader redacts the stored copy (docs/design.md, "Redaction")
+        # the loader stores the work dir's files, not only a manifest
+        self.snapshot_workdir = snapshot_workdir
+        self.quiet = quiet
+        self.loader_wait_s = loader_wait_s
+        self.max_pending = max_pending
+        self.no_loss = no_loss  # slow the relay down rather than drop chunks from the recording
+
+    def __repr__(self) -> str:
+        return f"ProxyOptions({vars(self)!r})"
 
 
 def new_session_id() -> str:
@@ -69,13 +82,22 @@ class _Notes:
             say(PROXY, msg)
 
 
-def _open_spool(opts: ProxyOptions, session_id: str, meta: dict, note: _Notes):
-    """Pick the DB and create its spool; fall back to the data folder when the chosen place is
-    not writable. Returns (spool writer or None, db path or None)."""
+def _explicit_db(opts: ProxyOptions) -> str | None:
+    """The DB the user named, checked: a bad one is a user error before the agent starts."""
     explicit = opts.db or os.environ.get("WIRE_PROXY_DB")
-    candidates = []
     if explicit:
         check_existing_db(explicit)
+    return explicit
+
+
+def _open_spool(opts: ProxyOptions, explicit: str | None, session_id: str, meta: dict,
+                note: _Notes) -> tuple[SpoolWriter | None, str | None]:
+    """Pick the DB and create its spool; fall back to the data folder when the chosen place is
+    not writable. Returns (spool writer or None, db path or None)."""
+    from .spool import SpoolWriter
+
+    candidates = []
+    if explicit:
         candidates.append(os.path.abspath(explicit))
     candidates.append(default_db_path(session_id, opts.name))
     last_error = "no writable place"
@@ -227,26 +249,45 @@ def run_proxy(opts: ProxyOptions) -> int:
     if not opts.command:
         raise UsageError("no agent command given", f"usage: {PROXY} [OPTIONS] -- CMD [ARGS...]")
     note = _Notes(opts.quiet)
+    explicit = _explicit_db(opts) if opts.record else None
     session_id = new_session_id()
     mono_start = time.monotonic_ns()
+    started_wall_ns = time.time_ns()
+    cwd = os.getcwd()
+    try:
+        proc = subprocess.Popen(
+            opts.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            bufsize=0,
+            # Its own process group: signals reach it once, forwarded by us, never twice.
+            process_group=0,
+        )
+    except OSError as e:
+        raise AgentStartError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
+                        "check the command after --") from None
+    # From here on the agent runs; what it writes waits in its pipes until the pumps start, and
+    # nothing is relayed before the spool is there to record it.
+    from .relay import Pump
+    from .spool import A2C, C2A, C2A_LATE, STDERR
+
     meta = {
         "session_id": session_id,
         "name": opts.name,
         "tags": opts.tags,
         "command": opts.command,
-        "cwd": os.getcwd(),
+        "cwd": cwd,
         "protocol": opts.protocol,
-        "started_wall_ns": time.time_ns(),
+        "started_wall_ns": started_wall_ns,
         "mono_start_ns": mono_start,
         "proxy_version": __version__,
         "proxy_pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": os.uname().nodename,  # what socket.gethostname() says, without importing it
         "quiet": opts.quiet,  # the loader's notes (protocol anomalies) follow -q too
         "redact": opts.redact,
         "snapshot_workdir": opts.snapshot_workdir,
     }
     with _signals_for_main_thread_only():
-        writer, db = _open_spool(opts, session_id, meta, note) if opts.record else (None, None)
+        writer, db = (_open_spool(opts, explicit, session_id, meta, note) if opts.record
+                      else (None, None))
     unrecorded = [0, 0]  # frames, bytes relayed while recording was off
     agent_done = threading.Event()
 
@@ -263,25 +304,9 @@ def run_proxy(opts: ProxyOptions) -> int:
             unrecorded[1] += len(data)
         return count if opts.record else None
 
-    try:
-        proc = subprocess.Popen(
-            opts.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            bufsize=0,
-            # Its own process group: signals reach it once, forwarded by us, never twice.
-            process_group=0,
-        )
-    except OSError as e:
-        if writer is not None:
-            writer.event("spawn_failed", argv=opts.command, error=e.strerror or str(e))
-            writer.close()
-            os.unlink(writer.path)
-        raise AgentStartError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
-                        "check the command after --") from None
-
     if writer is not None:
         writer.event("spawn", argv=opts.command, cwd=meta["cwd"], pid=proc.pid)
         note(f"recording session {session_id} into {db}")
-    loader, notes_fd = _start_loader(writer.path, note) if writer is not None else (None, None)
 
     def forward(signum, _frame):
         if writer is not None:
@@ -360,11 +385,15 @@ def run_proxy(opts: ProxyOptions) -> int:
         Pump("stderr", proc.stderr.fileno(), 2, recorder_for(STDERR),
              on_eof=lambda: event("agent_stderr_eof")),
     ]
-    notes = _LoaderNotes(notes_fd) if notes_fd is not None else None
     with _signals_for_main_thread_only():
         for p in pumps:
             p.start()
-        if notes is not None:
+    # The loader (a second interpreter) starts once the relay runs: the client's first frames
+    # do not wait for its fork, and it reads the spool from the start whenever it comes.
+    loader, notes_fd = _start_loader(writer.path, note) if writer is not None else (None, None)
+    notes = _LoaderNotes(notes_fd) if notes_fd is not None else None
+    if notes is not None:
+        with _signals_for_main_thread_only():
             notes.start()
 
     while True:
