@@ -50,6 +50,14 @@ def _where(session_ids: list[str] | None) -> tuple[str, list]:
 # the steps summarize reports to its progress callback
 STEPS = 6
 
+# What the summary reads of each view: the columns it does not read (tool arguments joined
+# from their streamed parts, request and error payloads) cost most of a view's time.
+TURN_COLS = ("session_id, name, protocol, turn, status, steps, input_other, input_cache_read, "
+             "input_cache_creation, output, total_tokens, subagent_tokens, user_input")
+TOOL_COLS = "protocol, tool_name, is_error, duration_ms, agent_id, input_rounds, input_wait_ms"
+REQUEST_COLS = "protocol, type, via, outcome, resolved_by, wait_ms"
+ERROR_COLS = "source, code, message"
+
 
 def summarize(ws: Workspace, session_ids: list[str] | None = None,
               progress: Callable[[str], None] | None = None) -> Summary:
@@ -61,13 +69,13 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
     # History an agent re-sends (Wire `replay`, a reopened ACP session) happened in an earlier
     # run: marked in the views, counted nowhere here.
     live = f"{w}{' AND' if w else ' WHERE'} NOT history"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT * FROM turns{live}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT {TURN_COLS} FROM turns{live}", p)
     step("turns")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT * FROM tool_calls{live}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT {TOOL_COLS} FROM tool_calls{live}", p)
     step("tool calls")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT * FROM requests{live}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT {REQUEST_COLS} FROM requests{live}", p)
     step("requests")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT * FROM errors{w}", p)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT {ERROR_COLS} FROM errors{w}", p)
     step("errors")
 
     sess = con.execute(

@@ -76,7 +76,9 @@ def adapters_for(protocols: set[str | None] | None) -> list[Adapter]:
     if protocols is None:
         return [registry.get(n) for n in registry.names()]
     wanted = {registry.for_session(p).name for p in protocols}
-    return [registry.get(n) for n in registry.names() if n in wanted]
+    # in-tree ones come first in registry order: no need to read the entry points for them
+    order = registry.IN_TREE if wanted <= set(registry.IN_TREE) else registry.names()
+    return [registry.get(n) for n in order if n in wanted]
 
 
 def view_sql(name: str, temp: bool = False, materialize: bool = False,

@@ -7,6 +7,11 @@ entry point by name. The in-tree ones are imported directly, so a source tree wi
 metadata still knows them; an entry point that fails to load, or names no Adapter, is skipped
 with one line on stderr, so a broken plugin never stops a recording.
 
+The entry points are read on first need (a name that is not in tree, or any listing of the
+adapters: `names()`, `detect`, iterating `ADAPTERS`), not at import: importlib.metadata's scan of
+every installed distribution costs 10-30 ms, which a command reading in-tree protocols only
+(most runs of the readers) need not pay. What is found, and in what order, is the same.
+
 `get(name)` returns the adapter (unknown or missing names fall back to a generic JSON-RPC
 adapter), `detect(...)` asks each adapter in order whether a frame reveals its protocol.
 """
@@ -15,10 +20,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from importlib import metadata
-from typing import Any
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from .base import Adapter
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 GROUP = "wire_recorder.protocols"
 # Wire first: its Wire-only methods and `protocol_version` are the most specific tells; ACP's
@@ -27,7 +36,56 @@ IN_TREE = ("wire", "acp", "mcp")
 # What sessions recorded before the protocol column (schema < 3) speak.
 LEGACY = "wire"
 
-ADAPTERS: dict[str, Adapter] = {}
+
+
+class _Registry(dict[str, Adapter]):
+    """The adapters by name, in detection order: the in-tree ones at once, the entry points'
+    the first time anything else is asked for."""
+
+    _scanned = False
+    _lock = threading.Lock()
+
+    def _full(self) -> _Registry:
+        if not self._scanned:
+            with self._lock:
+                if not self._scanned:
+                    _scan_entry_points()
+                    self._scanned = True
+        return self
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or dict.__contains__(self._full(), key)
+
+    def __getitem__(self, key: str) -> Adapter:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return dict.__getitem__(self._full(), key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return dict.get(self._full(), key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return dict.__iter__(self._full())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._full())
+
+    def keys(self) -> Any:  # dict_keys, which typing cannot name
+        return dict.keys(self._full())
+
+    def values(self) -> Any:
+        return dict.values(self._full())
+
+    def items(self) -> Any:
+        return dict.items(self._full())
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self._full())
+
+
+ADAPTERS: dict[str, Adapter] = _Registry()
 
 
 def _warn(what: str) -> None:
@@ -35,6 +93,8 @@ def _warn(what: str) -> None:
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
+    from importlib import metadata
+
     try:
         return sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name)
     except Exception as e:  # unreadable metadata of some other distribution
@@ -45,7 +105,7 @@ def _entry_points() -> list[metadata.EntryPoint]:
 def _add(adapter: object, origin: str) -> None:
     if not isinstance(adapter, Adapter) or not adapter.name:
         _warn(f"{origin} is not a named wire_recorder Adapter")
-    elif adapter.name in ADAPTERS:
+    elif dict.__contains__(ADAPTERS, adapter.name):
         _warn(f"{origin}: protocol {adapter.name!r} is already taken")
     else:
         ADAPTERS[adapter.name] = adapter
@@ -54,6 +114,9 @@ def _add(adapter: object, origin: str) -> None:
 def _load() -> None:
     for name in IN_TREE:
         _add(importlib.import_module(f"{__name__}.{name}").ADAPTER, name)
+
+
+def _scan_entry_points() -> None:
     for ep in _entry_points():
         if ep.name in IN_TREE:  # declared by this distribution, loaded above
             if ep.value.replace(" ", "") != f"{__name__}.{ep.name}:ADAPTER":
@@ -82,14 +145,15 @@ def names() -> list[str]:
 
 
 def get(name: str | None) -> Adapter:
-    return ADAPTERS.get(name or "", GENERIC)
+    # no adapter has an empty name (_add): no need to read the entry points for that
+    return ADAPTERS.get(name, GENERIC) if name else GENERIC
 
 
 def for_session(name: str | None) -> Adapter:
     """The adapter that reads a stored session: its protocol's, and the Wire one for sessions
     recorded before the protocol column or naming a protocol no adapter here knows (how they
     have always been read)."""
-    return ADAPTERS.get(name or "") or ADAPTERS[LEGACY]
+    return (ADAPTERS.get(name) if name else None) or ADAPTERS[LEGACY]
 
 
 def detect(method: str, params: Any, direction: str) -> tuple[str, str | None] | None:
