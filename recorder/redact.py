@@ -122,6 +122,32 @@ _SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
 )
 
 
+# The fragments rule: pieces of FRAGMENT_MIN+ bytes of secrets already replaced, next to an
+# ellipsis. 12 bytes of a random secret (60+ bits) do not occur in other text by chance, and an
+# agent's `head...tail` shortening to 50 characters keeps up to 25 of each side; shorter pieces
+# (a token's public prefix such as `xoxb-470`) are left. Only runs of printable ASCII that JSON
+# does not escape are indexed, so a piece reads the same in a frame's bytes and in its text.
+FRAGMENT_MIN = 12
+MAX_WINDOWS = 1 << 20  # indexed windows per Redactor (tens of MB at most)
+_FRAGMENT_RUN = re.compile(rb"[!#-\[\]-~]{%d,}" % FRAGMENT_MIN)
+_ELLIPSES = ((b".", b"..."), (b"\xe2", "\u2026".encode()), (b"\\", b"\\u2026"))  # (a byte of it, it)
+
+
+def _find_via(raw: bytes, first: bytes, needle: bytes, start: int) -> int:
+    """raw.find(needle, start), found from the byte `first` of it: a find of a few bytes runs at
+    ~1.5 GB/s, one of a single byte (memchr) at tens, so where `first` is rare (`.` in a JSON
+    frame's `"2.0"`) this is much faster; after 32 misses it is a plain find."""
+    at = needle.index(first)
+    for _ in range(32):
+        i = raw.find(first, start + at)
+        if i < 0:
+            return -1
+        if raw.startswith(needle, i - at):
+            return i - at
+        start = i - at + 1
+    return raw.find(needle, start)
+
+
 def _may_hold_shape(raw: bytes) -> bool:
     return any(c in raw and rx.search(raw) is not None for c, rx in _SHAPE_ANCHORS)
 
@@ -213,6 +239,10 @@ class Redactor:
         self.notes: list[str] = list(notes or [])
         self._key = key or secrets.token_bytes(32)
         self._cache: dict[bytes, bytes] = {}
+        # Every FRAGMENT_MIN-byte window of the secrets replaced so far -> (secret part, offset):
+        # the fragments rule (`_fragments`). In memory only, like the key.
+        self._windows: dict[bytes, list[tuple[bytes, int]]] = {}
+        self._n_windows = 0
         self._extra: list[bytes] = []
         self._literal_list: list[bytes] = []
         self.rules: list[str] = []
@@ -334,10 +364,82 @@ class Redactor:
     def placeholder(self, secret: bytes) -> bytes:
         ph = self._cache.get(secret)
         if ph is None:
-            digest = hmac.new(self._key, secret, hashlib.sha256).hexdigest()[:12]
-            ph = PLACEHOLDER_PREFIX + digest.encode("ascii")
+            ph = self._hmac_ph(secret)
             self._cache[secret] = ph
+            if len(secret) >= FRAGMENT_MIN:
+                self._remember(secret)
         return ph
+
+    def _hmac_ph(self, secret: bytes) -> bytes:
+        digest = hmac.new(self._key, secret, hashlib.sha256).hexdigest()[:12]
+        return PLACEHOLDER_PREFIX + digest.encode("ascii")
+
+    def _remember(self, secret: bytes) -> None:
+        """Index the windows of each run of `_FRAGMENT_CHARS` (FRAGMENT_MIN+ bytes) of secret,
+        up to MAX_WINDOWS in all (then later secrets are not indexed)."""
+        windows = self._windows
+        n = FRAGMENT_MIN
+        for m in _FRAGMENT_RUN.finditer(secret):
+            part = m.group()
+            if part.startswith(PLACEHOLDER_PREFIX):
+                continue
+            count = len(part) - n + 1
+            if self._n_windows + count > MAX_WINDOWS:
+                return
+            self._n_windows += count
+            for o in range(count):
+                windows.setdefault(part[o : o + n], []).append((part, o))
+
+    def _fragments(self, raw: bytes) -> bytes:
+        """raw with each fragment of a remembered secret next to an ellipsis replaced: the
+        secret's first k >= FRAGMENT_MIN bytes right before `...`/`…`, or its last k right
+        after one (what an agent's `head...tail` shortening for display leaves)."""
+        cuts: list[tuple[int, int]] = []  # (where the ellipsis starts, where it ends)
+        for first, ell in _ELLIPSES:
+            i = _find_via(raw, first, ell, 0)
+            while i >= 0:
+                j = i + len(ell)
+                if ell == b"...":
+                    while raw.startswith(b".", j):
+                        j += 1
+                cuts.append((i, j))
+                i = _find_via(raw, first, ell, j)
+        if not cuts:
+            return raw
+        n = FRAGMENT_MIN
+        windows = self._windows
+        spans: list[tuple[int, int]] = []
+        for e, p in cuts:
+            best = 0
+            for part, o in windows.get(raw[e - n : e], ()) if e >= n else ():
+                k = o + n  # the piece is part[:k], ending at e
+                if best < k <= e and raw.startswith(part[:k], e - k):
+                    best = k
+            if best:
+                spans.append((e - best, e))
+            best = 0
+            for part, o in windows.get(raw[p : p + n], ()):
+                k = len(part) - o  # the piece is part[o:], starting at p
+                if k > best and raw.startswith(part[o:], p):
+                    best = k
+            if best:
+                spans.append((p, p + best))
+        if not spans:
+            return raw
+        out: list[bytes] = []
+        at = 0
+        for a, b in sorted(spans):
+            if a < at:  # overlaps the previous piece (cannot happen across an ellipsis)
+                continue
+            out.append(raw[at:a])
+            piece = raw[a:b]
+            ph = self._cache.get(piece)
+            if ph is None:  # not via placeholder(): a piece is not remembered as a secret
+                ph = self._cache[piece] = self._hmac_ph(piece)
+            out.append(ph)
+            at = b
+        out.append(raw[at:])
+        return b"".join(out)
 
     def _ph_str(self, secret: str) -> str:
         return self.placeholder(secret.encode("utf-8", "surrogatepass")).decode("ascii")
@@ -427,6 +529,12 @@ class Redactor:
         matched."""
         if not self.enabled or not raw:
             return raw
+        out = self._rules(raw)
+        if self._windows:  # a secret was replaced before: its shortened forms go too
+            out = self._fragments(out)
+        return out
+
+    def _rules(self, raw: bytes) -> bytes:
         may = self._may_match(raw)
         if self._fast and not may:
             return raw  # the hot path: most frames hold nothing any rule looks for
