@@ -120,6 +120,54 @@ def test_placeholders_are_stable_within_a_recording_and_differ_across():
     assert all(c not in ph[0] for c in b'"\\<>&\'') and ph[0].isascii()
 
 
+SLACK = "xoxb-4701234567890-1234567890123-cxYyeqrNzrRURP9lj4LohTEQ"
+
+
+def _title(s: str) -> str:
+    """kimi's tool-call title: kimi_cli.utils.string.shorten_middle(s, width=50)."""
+    return s if len(s) <= 50 else s[:25] + "..." + s[-25:]
+
+
+def test_shortened_forms_of_a_secret_seen_before_lose_their_long_pieces():
+    r, other = R(), R()
+    cmd = f"echo 'posting as {SLACK}'"
+    first = r.redact_bytes(frame({"command": cmd}))
+    assert SLACK.encode() not in first
+    # a later frame: kimi's title and both ways of shortening, plain, JSON and JSON-escaped `…`
+    later = [f"Shell: {_title(cmd)}", _title(SLACK), f"{SLACK[:20]}\u2026 and \u2026{SLACK[-15:]}",
+             f"see {SLACK[:14]}... then ...{SLACK[-12:]}!"]
+    tail24, head14 = SLACK[-24:].encode(), SLACK[:14].encode()
+    outs = []
+    for text in later:
+        for raw in (frame({"title": text}), text.encode(),
+                    json.dumps({"t": text}).encode()):  # ensure_ascii: `\u2026`
+            out = r.redact_bytes(raw)
+            outs.append(out)
+            pieces = [SLACK[i:i + 12].encode() for i in range(len(SLACK) - 11)]
+            assert not [p for p in pieces if p in out], (raw, out)
+            assert PLACEHOLDER_RE.search(out)
+    # kimi's title keeps the token's public 8-char head (`xoxb-470`), under the 12 bytes
+    assert b"as xoxb-470...REDACTED:" in outs[0]
+    # stable per piece within the recording, not the whole secret's placeholder
+    ph_tail = r.redact_bytes(b"..." + tail24)
+    assert ph_tail == r.redact_bytes(b"..." + tail24) == b"..." + r.placeholder(tail24)
+    assert r.placeholder(tail24) != r.placeholder(SLACK.encode())
+    # only pieces of what this Redactor replaced, only next to an ellipsis, only 12+ bytes
+    for raw in (b"..." + tail24, head14 + b"\xe2\x80\xa6"):
+        assert other.redact_bytes(raw) is raw
+    for raw in (b"x " + tail24 + b" y", b"..." + SLACK[-11:].encode(), b"...cxYyeqrNzrRUxx",
+                b"unrelated ...abcdefghijklmnop and qrstuvwxyzab...", SLACK[:11].encode() + b"..."):
+        assert r.redact_bytes(raw) is raw, raw
+    # the same frame: the secret and its shortened form together
+    r2 = R()
+    both = r2.redact_bytes(frame({"command": cmd, "title": _title(cmd)}))
+    assert tail24 not in both and SLACK.encode() not in both
+    # frames are seen in order: a piece before its secret was seen stays
+    r3, early = R(), b"..." + tail24
+    assert r3.redact_bytes(early) is early
+    r3.redact_text(SLACK)
+    assert r3.redact_bytes(early) == b"..." + r3.placeholder(tail24)
+
 def test_frames_without_secrets_are_left_byte_identical():
     r = R(env={"MY_SERVICE_TOKEN": "svc-0123456789"})
     samples = Path(__file__).parent.parent / "tests" / "data" / "wire_frames_real.jsonl"
