@@ -122,9 +122,88 @@ def _click_exceptions() -> Any:
     return exceptions
 
 
+_SLOW = object()
+_INT: Any = None  # re.Pattern, compiled on first use
+
+
+def _fast_value(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
+    """`value` as typer's pydantic adapter for `annotation` returns it, for the plain cases the
+    commands here meet (str, int, float, bool, Enum choices, lists of these), or _SLOW when
+    not sure (then the adapter itself decides, error messages included)."""
+    global _INT
+    from enum import Enum
+    from typing import get_args, get_origin
+
+    if info.parser is not None or getattr(info, "click_type", None) is not None:
+        return _SLOW
+    if get_origin(annotation) is list:
+        (item,) = get_args(annotation) or (_SLOW,)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        out = [_fast_value(item, info, v, ctx) for v in items]
+        return _SLOW if any(v is _SLOW for v in out) else out
+    kind = type(value)
+    if annotation is str and kind is str:
+        return value
+    if annotation is bool and kind is bool:
+        return value
+    if annotation in (int, float) and info.min is None and info.max is None:
+        if kind is annotation:
+            return value
+        if kind is str:
+            if _INT is None:
+                import re
+
+                _INT = re.compile(r"0|[1-9][0-9]{0,17}")
+            if _INT.fullmatch(value):
+                return annotation(value)
+        return _SLOW
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        from typer._param_types import coerce_cli_choice
+
+        try:
+            return coerce_cli_choice(value, choices=tuple(annotation),
+                                     case_sensitive=info.case_sensitive, ctx=ctx)
+        except ValueError:
+            return _SLOW
+    return _SLOW
+
+
+def _fast_coercion() -> None:
+    """typer 0.29 coerces every parsed value through a pydantic TypeAdapter, and importing
+    pydantic and building the adapters costs ~60-70 ms a command. The plain values the commands
+    here take are coerced directly, to what the adapter returns; anything else (a bad value: its
+    error message is the adapter's) goes to typer's own coercion, built when first needed."""
+    try:
+        import typer.core as core
+        from typer._coercion import RuntimeParam
+    except ImportError:
+        return
+    real = getattr(core, "build_runtime_param", None)
+    if real is None or getattr(real, "_edge_fast", False):
+        return
+    typer_build: Callable[[Any], Any] = real
+
+    class _Fast(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            fast = _fast_value(self.annotation, self.parameter_info, value, ctx)
+            if fast is not _SLOW:
+                return fast
+            return typer_build(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+    def build(descriptor: Any) -> Any:
+        if descriptor.file_annotation is not None:
+            return typer_build(descriptor)
+        return _Fast(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
+
+    build._edge_fast = True  # type: ignore[attr-defined]
+    core.build_runtime_param = build
+
+
 def _run_typer(app: Any, prog: str, args: list[str]) -> int:
     import typer
     from typer.main import get_command
+
+    _fast_coercion()
 
     info = app.registered_commands[0]  # one command per console script
     if not getattr(info.callback, "_edged", False):
