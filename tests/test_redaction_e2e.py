@@ -16,7 +16,7 @@ import dataclasses
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
 from tests.harness.proxy import db_rows, echo_agent_cmd, run_proxy
 from tests.harness.scripted_client import run_client
 from tests.harness.wire import check_scenario, run_scenario
-from wire_recorder.recorder.redact import PLACEHOLDER_RE
+from wire_recorder.recorder.redact import FRAGMENT_MIN, PLACEHOLDER_RE
 
 BIN = Path(sys.executable).parent
 WIRE_PROXY = str(BIN / "wire-proxy")
@@ -129,6 +129,32 @@ def _where(hits: dict[str, list[str]]) -> str:
                      for f, names in hits.items())
 
 
+def fragments(folder: Path, names: Iterable[str]) -> dict[str, set[str]]:
+    """{file [+ " (values)"]: secrets of which a piece of FRAGMENT_MIN bytes is in it}: what an
+    agent's shortening for display (kimi's `head...tail` tool titles) leaves of a secret. Pieces
+    of each line of a secret (a PEM block's lines), in the raw bytes of every file and the values
+    of .db and .parquet files."""
+    n = FRAGMENT_MIN
+    windows: dict[bytes, str] = {}
+    for name in names:
+        for line in sx.SECRETS[name].encode().split():
+            for i in range(len(line) - n + 1):
+                windows[line[i:i + n]] = name
+    hits: dict[str, set[str]] = {}
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file():
+            continue
+        datas = {str(p.relative_to(folder)): p.read_bytes()}
+        if p.suffix in (".db", ".parquet"):
+            datas[f"{p.relative_to(folder)} (values)"] = sx.duckdb_text(p)
+        for where, data in datas.items():
+            found = {windows[w] for w in (data[i:i + n] for i in range(len(data) - n + 1))
+                     if w in windows}
+            if found:
+                hits[where] = found
+    return hits
+
+
 # ---------------------------------------------------------------------------------------------
 # the detector itself
 
@@ -213,6 +239,9 @@ def test_no_secret_in_the_recording_its_blobs_or_any_export(recs):
     assert not [f for f in files if f.endswith(".spool")], files  # raw bytes only until stored
     hits = sx.scan(rec.folder)
     assert hits == {}, f"secrets stored: {_where(hits)}"
+    # nor a piece of one that an agent's shortening for display left (kimi's tool titles)
+    pieces = fragments(rec.folder, SECRETS_OF[protocol])
+    assert pieces == {}, f"pieces of secrets stored: {pieces}"
     # the secrets became placeholders (frames kept, not dropped)
     stored = sx.duckdb_text(rec.db)
     assert PLACEHOLDER_RE.search(stored), "no placeholder in the recording"
