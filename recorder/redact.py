@@ -23,7 +23,11 @@ Rules (names as recorded in `sessions.redaction`):
 - env:NAME: the value of the environment variable NAME (names that look secret: `*_KEY`,
   `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*`; values of 8+ characters) wherever it appears;
 - config:patterns / config:json_paths / config:keys / config:env: the project's own rules
-  ([tool.wire-recorder.redact], see recorder.config).
+  ([tool.wire-recorder.redact], see recorder.config);
+- fragments: a piece of FRAGMENT_MIN+ bytes of a secret this Redactor replaced before (in this
+  frame or an earlier one) that is the secret's start right before an ellipsis (`...`, `…`,
+  `\u2026`) or its end right after one: what an agent's shortening for display leaves (kimi
+  titles tool calls `head...tail`). The secrets are kept in memory only, as the key is.
 
 A frame that parses as JSON is redacted JSON-aware (strings inside; the frame's bytes stay
 byte-identical when nothing matched, and only the secrets' bytes change when something did). A
@@ -128,7 +132,9 @@ _SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
 # (a token's public prefix such as `xoxb-470`) are left. Only runs of printable ASCII that JSON
 # does not escape are indexed, so a piece reads the same in a frame's bytes and in its text.
 FRAGMENT_MIN = 12
-MAX_WINDOWS = 1 << 20  # indexed windows per Redactor (tens of MB at most)
+# indexed windows per Redactor, ~240 bytes each (15 MB): ~2,000 secrets of 40 characters; the
+# secrets replaced after that are not indexed
+MAX_WINDOWS = 1 << 16
 _FRAGMENT_RUN = re.compile(rb"[!#-\[\]-~]{%d,}" % FRAGMENT_MIN)
 _ELLIPSES = ((b".", b"..."), (b"\xe2", "\u2026".encode()), (b"\\", b"\\u2026"))  # (a byte of it, it)
 
@@ -255,6 +261,7 @@ class Redactor:
             "secret-assignments",
             "secret-keys",
             "env-headers",
+            "fragments",
         ]
         self._keys = SECRET_KEYS | {_norm_key(k) for k in keys or []}
         self._paths = [self._parse_path(p) for p in json_paths or []]
