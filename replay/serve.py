@@ -15,6 +15,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -228,14 +229,8 @@ class _Serve:
                                         f"{describe(req)}"))
             self.stopped = "client closed its input early"
             raise _Stop
-        self.stats["answers_checked"] += 1
-        exp = self._answer_view(ans, self.rec_norm)
-        got = self._answer_view(live, self.live_norm)
-        if exp != got:
-            self.divs.append(Divergence("client", self.pos.where(),
-                                        f"the client answered {describe(req)} with "
-                                        f"{_short_answer(got)}, recorded {_short_answer(exp)}",
-                                        exp, got, field_diff(exp, got)))
+        self._compare(ans, live, lambda exp, got: f"the client answered {describe(req)} with "
+                      f"{_short_answer(got)}, recorded {_short_answer(exp)}")
 
     def _check_stray_answer(self, m: Msg) -> None:
         """A response the recorded client sent to no request of the agent's (an id the agent
@@ -251,13 +246,16 @@ class _Serve:
                                         f"{describe(m)}, to no request"))
             self.stopped = "client closed its input early"
             raise _Stop
+        self._compare(m, live, lambda exp, got: f"the client sent {describe(live)} to no "
+                      f"request, recorded {describe(m)}")
+
+    def _compare(self, recorded: Msg, live: Msg, say: Callable[[Any, Any], str]) -> None:
+        """The live client's answer against the recorded one (ids aside): a divergence if not."""
         self.stats["answers_checked"] += 1
-        exp = self._answer_view(m, self.rec_norm)
+        exp = self._answer_view(recorded, self.rec_norm)
         got = self._answer_view(live, self.live_norm)
         if exp != got:
-            self.divs.append(Divergence("client", self.pos.where(),
-                                        f"the client sent {describe(live)} to no request, "
-                                        f"recorded {describe(m)}", exp, got,
+            self.divs.append(Divergence("client", self.pos.where(), say(exp, got), exp, got,
                                         field_diff(exp, got)))
 
     def _answer_view(self, m: Msg, norm: Normalizer) -> Any:

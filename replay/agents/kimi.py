@@ -182,9 +182,7 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
     for p in call.get("parts") or []:
         ptype = p.get("type")
         if ptype in ("text", "think"):
-            value = p.get(ptype)
-            if not isinstance(value, str):
-                raise _cannot(rec, call, f"a {ptype} part without text", p)
+            value = _text_of(rec, call, p)
             lines.append(f"{ptype}: " + _quoted(paths.plain(_one_line(rec, call, ptype, value,
                                                                         p))))
         elif ptype == "tool_call":
@@ -303,6 +301,14 @@ def _is_json(s: str) -> bool:
     return True
 
 
+def _text_of(rec: Recording, call: Mapping[str, Any], part: Mapping[str, Any]) -> str:
+    """A text or think part's text (both ways of answering need one)."""
+    value = part.get(str(part.get("type")))
+    if not isinstance(value, str):
+        raise _cannot(rec, call, f"a {part.get('type')} part without text", part)
+    return value
+
+
 def _stream(rec: Recording, call: Mapping[str, Any], paths: PathMap,
             with_usage: bool = True) -> dict[str, Any]:
     chunks: list[dict[str, Any]] = []
@@ -310,9 +316,7 @@ def _stream(rec: Recording, call: Mapping[str, Any], paths: PathMap,
     for p in call.get("parts") or []:
         ptype = p.get("type")
         if ptype in ("text", "think"):
-            value = p.get(ptype)
-            if not isinstance(value, str):
-                raise _cannot(rec, call, f"a {ptype} part without text", p)
+            value = _text_of(rec, call, p)
             if ptype == "text" and not value:
                 raise _cannot(rec, call, "an empty text part, which kimi's provider drops", p)
             key = "content" if ptype == "text" else "reasoning_content"
