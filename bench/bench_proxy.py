@@ -9,7 +9,8 @@ Sections (see bench/README.md):
   latency     ping-pong round trips: proxy vs `cat` vs `cat | cat | cat` (one extra cat hop)
   sustained   1 M small frames through the proxy until the recording is complete in DuckDB
   memory      peak RSS (VmHWM) of the proxy and of its loader while relaying 1 GiB
-  startup     launch -> agent spawned, launch -> first round trip, vs the agent run directly
+  startup     launch -> agent spawned, launch -> first round trip, vs the agent run directly and
+              vs the proxy's interpreter exec-ing it at once (the floor); --start-runs N
 
 Targets are printed as PASS/MISS; they are targets, not assertions (exit status is 0 unless
 the run itself failed or a recording lost frames, which exits 2).
