@@ -17,14 +17,18 @@ Nothing heavy is imported here: typer is imported only when a typer app runs.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from . import __version__
 from .errors import UsageError, UserError
+
+# typing and inspect cost ~6 ms before wire-proxy can spawn its agent: annotations only here,
+# inspect only on the typer path
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The name wire-proxy signs its notes with; its loader process and `recover` speak as it too.
 PROXY = "wire-proxy"
@@ -233,6 +237,8 @@ def _edged(fn: Callable[..., Any], prog: str) -> Callable[..., Any]:
         if value:
             sys.stdout.write(version_line(prog))
             raise typer.Exit()
+
+    import inspect
 
     sig = inspect.signature(fn, eval_str=True)
     version = inspect.Parameter(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from .edge import PROXY, entry, version_line
 from .errors import UsageError
@@ -214,7 +213,7 @@ def _complete() -> int:
         no_loss: bool = typer.Option(False, "--no-loss", help="never drop frames"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no notes on stderr"),
         version: bool = typer.Option(False, "--version", help="print the version"),
-    ) -> Any:
+    ) -> int:
         return 0
 
     try:
