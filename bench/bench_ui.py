@@ -12,6 +12,9 @@ another for the session view. Numbers:
 * index built: the background read of every session (attach, views, the index query), once;
 * index served: GET /api/index of the first page sorted by start, and with a search word and a
   sort on tokens (median of 20 each) — what the page asks on every keystroke;
+* files_index cold / warm: a folder of 10,000 one-session files (wire-proxy's default layout,
+  `--files`), the index built with no cache, then again as a second start does (rows of
+  unchanged files from the index cache);
 * first paint: from navigating Chromium to the session to the first conversation items in the
   DOM (the first 500 items are asked for beside the header, cards and timeline, and drawn
   first); cold (read from the file) and warm (cached on the server).
@@ -20,6 +23,7 @@ another for the session view. Numbers:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -104,14 +108,52 @@ def get(base: str, token: str, path: str) -> tuple[dict, float]:
     return orjson.loads(body), time.perf_counter() - t0
 
 
+def files_case(d: str, n: int) -> None:
+    """wire-proxy's default layout: a file per session. `n` copies of one small recording in a
+    folder; the index built cold (no cache) and warm (a second start: every file unchanged, its
+    rows from the index cache), in this process as wire-ui's background build does it."""
+    import shutil
+
+    from wire_recorder.analysis.ui.data import Catalog
+
+    folder = os.path.join(d, "sessions")
+    os.makedirs(folder, exist_ok=True)
+    seed = os.path.join(d, "seed.db")
+    if not os.path.exists(seed):
+        write(seed, 1, 1, "one")
+    t = time.perf_counter()
+    for i in range(n):
+        f = os.path.join(folder, f"{i:06d}.db")
+        if not os.path.exists(f):
+            shutil.copyfile(seed, f)
+    print(f"files: {n:,} recordings copied in {time.perf_counter() - t:.1f} s")
+    cache = os.path.join(d, "ui-index.json")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(cache)
+    for label in ("cold", "warm"):
+        cat = Catalog([folder], cache=cache)
+        t = time.perf_counter()
+        cat.build()
+        took = time.perf_counter() - t
+        print(f"files_index_{label}_s      {took:,.3f}  ({len(cat.rows):,} sessions, "
+              f"{cat.files_read:,} files read, {took / n * 1000:.2f} ms a file)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=10_000)
     ap.add_argument("--frames", type=int, default=100_000)
+    ap.add_argument("--files", type=int, default=10_000,
+                    help="the file-per-session folder case (0: skip it)")
+    ap.add_argument("--only-files", action="store_true", help="run the folder case alone")
     ap.add_argument("--keep", help="a folder to keep the generated files in")
     args = ap.parse_args()
     d = args.keep or tempfile.mkdtemp(prefix="bench-ui-")
     os.makedirs(d, exist_ok=True)
+    if args.files:
+        files_case(d, args.files)
+    if args.only_files:
+        return
     many, big = os.path.join(d, "many.db"), os.path.join(d, "big.db")
     if not os.path.exists(many):
         t = time.time()

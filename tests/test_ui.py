@@ -81,7 +81,7 @@ def app(kimi_exe, tmp_path_factory):
     ui = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(db),
                            str(SAMPLES / "approve_shell.jsonl"), str(SAMPLES / "mcp_demo_2026.jsonl"),
                            str(live_dir), str(rep)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+                          text=True, env={**os.environ, "XDG_CACHE_HOME": str(d / "cache")})
     try:
         assert ui.stdout
         url = ui.stdout.readline().strip()
@@ -220,7 +220,7 @@ def test_cli_manners(tmp_path):
     v = subprocess.run([str(BIN / "wire-ui"), "--version"], capture_output=True, text=True, timeout=60)
     assert v.returncode == 0 and v.stdout.startswith("wire-ui ")
     h = subprocess.run([str(BIN / "wire-ui"), "--help"], capture_output=True, text=True, timeout=60)
-    assert h.returncode == 0 and "Example: wire-ui" in h.stdout
+    assert h.returncode == 0 and "Examples" in h.stdout and "wire-ui session.db" in h.stdout
     bad = subprocess.run([str(BIN / "wire-ui"), "--no-browser", str(tmp_path / "nothing.db")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
@@ -228,3 +228,53 @@ def test_cli_manners(tmp_path):
     empty = subprocess.run([str(BIN / "wire-ui"), "--no-browser"], capture_output=True, text=True,
                            timeout=60, env={**os.environ, "WIRE_RECORDER_HOME": str(tmp_path)})
     assert empty.returncode == 2 and "no recordings yet" in empty.stderr, empty.stderr
+
+
+def test_the_index_cache_reads_only_changed_files(tmp_path, monkeypatch):
+    """A second index build (a new wire-ui start) opens no unchanged file; a changed one is
+    read again; a corrupt cache is discarded and everything is read."""
+    from wire_recorder.analysis import sources
+    from wire_recorder.analysis.ui.data import Catalog
+    from wire_recorder.recorder.store import open_store
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = folder / "a.db"
+    imp = subprocess.run([str(BIN / "wire-import"), "-q", "--db", str(first),
+                          str(SAMPLES / "multi_step.jsonl")], capture_output=True, text=True,
+                         timeout=120)
+    assert imp.returncode == 0, imp.stderr
+    for n in "bc":
+        shutil.copy(first, folder / f"{n}.db")
+    opened: list[str] = []
+    real = sources.open_workspace
+
+    def counting(specs, *a, **kw):
+        opened.extend(os.path.basename(str(s)) for s in specs)
+        return real(specs, *a, **kw)
+
+    monkeypatch.setattr(sources, "open_workspace", counting)
+    cache = tmp_path / "cache" / "ui-index.json"
+
+    def build() -> Catalog:
+        opened.clear()
+        cat = Catalog([str(folder)], cache=str(cache))
+        cat.build()
+        return cat
+
+    cold = build()
+    assert sorted(opened) == ["a.db", "b.db", "c.db"] and len(cold.rows) == 3
+    assert cache.stat().st_mode & 0o777 == 0o600
+    warm = build()
+    assert opened == [] and warm.files_read == 0
+    assert sorted((r["source_file"], r["session_id"], r["turns"], r["_text"]) for r in warm.rows) \
+        == sorted((r["source_file"], r["session_id"], r["turns"], r["_text"]) for r in cold.rows)
+    st = open_store(str(folder / "b.db"))
+    st.upsert_session({"session_id": "added-later", "name": "added later", "protocol": "wire",
+                       "source": "proxy", "frame_count": 0})
+    st.close()
+    changed = build()
+    assert opened == ["b.db"] and changed.files_read == 1
+    assert "added later" in {r["name"] for r in changed.rows} and len(changed.rows) == 4
+    cache.write_bytes(b'{"format": "wire-ui index cache 1", "files": {"x": 1}}')
+    assert len(build().rows) == 4 and sorted(opened) == ["a.db", "b.db", "c.db"]

@@ -247,7 +247,13 @@ class Catalog:
     """The sessions of the inputs. `specs` as for wire-query (files, globs, folders, .jsonl);
     `.json` inputs are wire-replay reports. Safe to use from several threads."""
 
-    def __init__(self, specs: list[str], reports: list[str] | None = None):
+    def __init__(self, specs: list[str], reports: list[str] | None = None,
+                 cache: str | None = ""):
+        # the index rows of files read by an earlier start ("": the default place, None: none)
+        self.cache_path = index_cache_path() if cache == "" else cache
+        self._disk: dict[str, dict] | None = None
+        self.progress = (0, 0)  # files read, files to read (the build under way)
+        self.files_read = 0  # by the last build: what the cache did not have
         self.specs = [s for s in specs if not s.endswith(".json")]
         self.report_paths = [s for s in specs if s.endswith(".json")] + list(reports or [])
         self._lock = threading.Lock()
@@ -303,7 +309,17 @@ class Catalog:
         # files (the data folder holds a file per session) plans slowly and holds them all open
         # a file read before and not changed since keeps its rows (a reload reads what is new)
         sigs = {p: _file_sig(p) for p in paths}
+        if self._disk is None:
+            self._disk = load_index_cache(self.cache_path)
+        for p in paths:
+            if self._file_rows.get(p, (None, []))[0] == sigs[p]:
+                continue
+            hit = self._disk.get(os.path.abspath(p))
+            if hit is not None and tuple(hit["sig"]) == sigs[p]:
+                self._file_rows[p] = (sigs[p], [r | {"source_file": p} for r in hit["rows"]])
         todo = [p for p in paths if self._file_rows.get(p, (None, []))[0] != sigs[p]]
+        self.files_read = len(todo)
+        self.progress = (0, len(todo))
         groups = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
 
         def read(group: list[str]) -> tuple[dict[str, list[dict]], list[str]]:
@@ -327,11 +343,16 @@ class Catalog:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(2, max(1, len(groups)))) as pool:
-            for by_file, bad in pool.map(read, groups):
+            for group, (by_file, bad) in zip(groups, pool.map(read, groups), strict=True):
                 problems += bad
                 for p, got_rows in by_file.items():
                     if p in sigs:
                         self._file_rows[p] = (sigs[p], got_rows)
+                self.progress = (self.progress[0] + len(group), len(todo))
+                if not self.ready:  # the first build: what is read so far is served already
+                    self._publish(paths)
+        if todo:
+            self._save(paths, sigs)
         rows = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
         live_rows = []
         for sp, db in spools:
@@ -365,6 +386,25 @@ class Catalog:
             self.built_at = time.monotonic()
             self.build_ms = (time.perf_counter() - t0) * 1000
             self._signature = self._sig(paths, spools)
+
+    def _publish(self, paths: list[str]) -> None:
+        part = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
+        for r in part:
+            r["key"] = self._key(r["source_file"], r["session_id"])
+        with self._lock:
+            self.rows = part
+            self.by_key = {r["key"]: r for r in part}
+
+    def _save(self, paths: list[str], sigs: dict[str, tuple]) -> None:
+        if not self.cache_path:
+            return
+        disk = self._disk or {}
+        here = {os.path.abspath(p): p for p in paths if p in self._file_rows}
+        keep = {k: v for k, v in disk.items() if k not in here and os.path.exists(k)}
+        for a, p in here.items():
+            keep[a] = {"sig": list(self._file_rows[p][0]), "rows": self._file_rows[p][1]}
+        self._disk = keep
+        save_index_cache(self.cache_path, keep)
 
     def _sig(self, paths: list[str], spools: list) -> tuple:
         def mt(p: str) -> float:
@@ -411,6 +451,7 @@ class Catalog:
         limit = max(1, min(limit, 1000))
         protocols = sorted({r["protocol"] for r in rows if r.get("protocol")})
         return {"ready": self.ready, "total": len(rows), "matched": len(sel),
+                "progress": {"read": self.progress[0], "of": self.progress[1]},
                 "offset": offset, "build_ms": round(self.build_ms, 1),
                 "rows": [{k: r.get(k) for k in INDEX_COLUMNS} for r in sel[offset:offset + limit]],
                 "protocols": protocols, "problems": self.problems,
@@ -613,6 +654,57 @@ class Catalog:
                 "recording": rep.get("recording"), "mode": rep.get("mode"),
                 "stopped": rep.get("stopped"), "stats": rep.get("stats"),
                 "divergences": order}
+
+
+CACHE_FORMAT = "wire-ui index cache 1"
+
+
+def index_cache_path() -> str:
+    """Where the index rows of files already read are kept between starts."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "wire-recorder", "ui-index.json")
+
+
+def load_index_cache(path: str | None) -> dict[str, dict]:
+    """abspath -> {"sig", "rows"} from the cache file; anything unexpected: an empty cache (it
+    is rebuilt). Only index rows come from it, and the page escapes them like any value."""
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            doc = orjson.loads(fh.read())
+        if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
+            return {}
+        out: dict[str, dict] = {}
+        for k, v in doc["files"].items():
+            sig, rows = v["sig"], v["rows"]
+            if not (isinstance(k, str) and isinstance(sig, list) and len(sig) == 4
+                    and isinstance(rows, list)):
+                return {}
+            for r in rows:
+                if not (isinstance(r, dict) and isinstance(r.get("session_id"), str)
+                        and isinstance(r.get("_text"), str)):
+                    return {}
+            out[k] = {"sig": sig, "rows": rows}
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def save_index_cache(path: str, files_rows: dict[str, dict]) -> None:
+    """Write the cache privately (0600) and atomically; a failure only costs the next start."""
+    d = os.path.dirname(path)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        body = orjson.dumps({"format": CACHE_FORMAT, "files": files_rows}, default=str)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(body)
+        os.replace(tmp, path)
+    except (OSError, TypeError):  # TypeError: orjson's, a value it cannot write
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _file_sig(path: str) -> tuple:

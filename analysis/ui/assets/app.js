@@ -130,7 +130,10 @@
       if (refresh) p.refresh = "1";
       let d;
       try { d = await api("index", p); } catch (e) { return fail(e); }
-      if (!d.ready) { count.textContent = "reading the recordings…"; return setTimeout(load, 300); }
+      if (!d.ready) {
+        const pr = d.progress && d.progress.of ? ` ${num(d.progress.read)} of ${num(d.progress.of)} files` : "";
+        count.textContent = "reading the recordings…" + pr; return setTimeout(load, 300);
+      }
       if (sel.options.length === 1) for (const pr of d.protocols) sel.appendChild(el("option", {value: pr}, pr));
       count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (d.problems.length ? " · " + d.problems.join("; ") : "");
       put(reports, ...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
