@@ -657,6 +657,10 @@ class Catalog:
 
 
 CACHE_FORMAT = "wire-ui index cache 1"
+_NUMBERS = ("frame_count", "mono_start_ns", "duration_ms", "turns", "tokens", "tool_calls",
+            "errors", "anomalies")
+_CACHED_KEYS = {"session_id", "name", "protocol", "protocol_version", "cwd", "started_at",
+                "ended_at", "tags", "source", "source_file", "agent", "live", "_text", *_NUMBERS}
 
 
 def index_cache_path() -> str:
@@ -683,7 +687,8 @@ def load_index_cache(path: str | None) -> dict[str, dict]:
                 return {}
             for r in rows:
                 if not (isinstance(r, dict) and isinstance(r.get("session_id"), str)
-                        and isinstance(r.get("_text"), str)):
+                        and isinstance(r.get("_text"), str) and r.keys() <= _CACHED_KEYS
+                        and all(isinstance(r.get(k), int | float | None) for k in _NUMBERS)):
                     return {}
             out[k] = {"sig": sig, "rows": rows}
         return out
