@@ -130,19 +130,20 @@
       if (refresh) p.refresh = "1";
       let d;
       try { d = await api("index", p); } catch (e) { return fail(e); }
-      if (!d.ready) {
-        const pr = d.progress && d.progress.of ? ` ${num(d.progress.read)} of ${num(d.progress.of)} files` : "";
-        count.textContent = "reading the recordings…" + pr; return setTimeout(load, 300);
-      }
-      if (sel.options.length === 1) for (const pr of d.protocols) sel.appendChild(el("option", {value: pr}, pr));
-      count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (d.problems.length ? " · " + d.problems.join("; ") : "");
+      // the first build serves what it has read so far: shown, with the count of files read
+      const reading = d.ready ? "" : "reading the recordings…" +
+        (d.progress && d.progress.of ? ` ${num(d.progress.read)} of ${num(d.progress.of)} files` : "");
+      if (!d.ready && !d.total) { count.textContent = reading; return setTimeout(load, 300); }
+      for (const pr of d.protocols) if (![...sel.options].some((o) => o.value === pr)) sel.appendChild(el("option", {value: pr}, pr));
+      count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (reading ? " · " + reading : "") + (d.problems.length ? " · " + d.problems.join("; ") : "");
       put(reports, ...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
       const head = el("tr", {}, COLS.map(([k, label]) => el("th", {onclick: k ? () => {
         if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = k === "started_at"; }
         load(); } : null}, label + (state.sort === k ? (state.desc ? " ▾" : " ▴") : ""))));
       // while something is being recorded, the index follows (new sessions, ended ones)
       stopLive();
-      if (!STATIC && d.rows.some((r) => r.live)) liveTimer = setTimeout(() => load(true), 3000);
+      if (!d.ready) liveTimer = setTimeout(() => load(), 1000);
+      else if (!STATIC && d.rows.some((r) => r.live)) liveTimer = setTimeout(() => load(true), 3000);
       const rows = d.rows.map((r) => el("tr", {class: "row", "data-key": r.key, onclick: () => { location.hash = "#s/" + encodeURIComponent(r.key); }},
         el("td", {}, el("a", {href: "#s/" + encodeURIComponent(r.key)}, r.name || r.session_id.slice(0, 12)),
            r.live ? el("span", {class: "live"}, " ● live") : null,
