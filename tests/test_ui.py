@@ -278,3 +278,21 @@ def test_the_index_cache_reads_only_changed_files(tmp_path, monkeypatch):
     assert "added later" in {r["name"] for r in changed.rows} and len(changed.rows) == 4
     cache.write_bytes(b'{"format": "wire-ui index cache 1", "files": {"x": 1}}')
     assert len(build().rows) == 4 and sorted(opened) == ["a.db", "b.db", "c.db"]
+
+
+def test_a_folder_whose_only_session_is_still_being_recorded(tmp_path):
+    """wire-proxy writes its spool before the loader has made the .db: such a folder is an input,
+    not an error, and the other inputs are still read."""
+    from wire_recorder.analysis.ui.cli import _check_inputs
+    from wire_recorder.analysis.ui.data import Catalog
+
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "s.db.20260101T000000-abcd.spool").write_bytes(b"")
+    _check_inputs([str(live)])  # no NoRecordings
+    cat = Catalog([str(live), str(SAMPLES / "approve_shell.jsonl")], cache=None)
+    assert cat._paths() == [str(SAMPLES / "approve_shell.jsonl")] and cat.problems == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cat = Catalog([str(empty)], cache=None)
+    assert cat._paths() == [] and "without recordings" in cat.problems[0]

@@ -81,7 +81,8 @@ def _check_inputs(paths: list[str]) -> None:
         if p.endswith(".json") and not os.path.isfile(p):
             raise NotARecording(f"{p}: no such file")
     expand([p for p in paths if not p.endswith(".json")],
-           lambda d: files_below(d, "*.db") or ([d] if os.path.isdir(os.path.join(d, "frames")) else []),
+           lambda d: files_below(d, "*.db") or files_below(d, "*.spool")
+           or ([d] if os.path.isdir(os.path.join(d, "frames")) else []),
            "{} is a folder without recordings (*.db)")
 
 

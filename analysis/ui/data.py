@@ -115,6 +115,12 @@ def index_rows(ws: Any) -> list[dict]:
     return out
 
 
+def _has_spool(folder: str) -> bool:
+    """A folder whose recording is still being made holds its spool before the loader has
+    written the .db (wire-proxy opens the DB after spawning its agent)."""
+    return bool(glob.glob(os.path.join(glob.escape(folder), "**", "*.spool"), recursive=True))
+
+
 @dataclass
 class Live:
     """A session being recorded, followed through its spool."""
@@ -275,11 +281,18 @@ class Catalog:
     def _paths(self) -> list[str]:
         from ..sources import expand_inputs
 
-        try:
-            return expand_inputs(self.specs) if self.specs else []
-        except UserError as e:
-            self.problems = [e.one_line()]
-            return []
+        out: list[str] = []
+        problems: list[str] = []
+        for spec in self.specs:
+            try:
+                out += [p for p in expand_inputs([spec]) if p not in out]
+            except UserError as e:
+                folder = os.path.expanduser(spec)
+                if os.path.isdir(folder) and _has_spool(folder):
+                    continue  # its only session is being recorded: followed from the spool
+                problems.append(e.one_line())
+        self.problems = problems
+        return out
 
     def _spools(self, paths: list[str]) -> list[tuple[str, str]]:
         """(spool, db) of recordings in progress beside the inputs' files and in their folders."""
