@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -58,6 +58,7 @@ class _Serve:
         self.pos = Position(rec.turn_ids())
         self.stats: dict[str, int] = {"received": 0, "emitted": 0, "answers_checked": 0}
         self.stopped: str | None = None
+        self.agent_ids = {r.id_key for r in rec.requests()}  # ids a stray client answer lacks
         self.n_live = 0
 
     # -- io ------------------------------------------------------------------------------------
@@ -185,10 +186,7 @@ class _Serve:
         label = describe(m)
         live = self._wait_for(lambda x: not _is_answer(x), f"send {label}")
         if live is None:
-            self.divs.append(Divergence("client", self.pos.where(),
-                                        f"the client closed its input instead of sending {label}"))
-            self.stopped = "client closed its input early"
-            raise _Stop
+            self._closed_early(f"the client closed its input instead of sending {label}")
         if m.kind == "request" and live.kind == "request" and m.method == live.method \
                 and m.id_key is not None:
             self.id_map[m.id_key] = live.rpc_id
@@ -224,11 +222,7 @@ class _Serve:
         what = f"answer {describe(req)}"
         live = self._wait_for(lambda x: _is_answer(x) and x.id_key == req.id_key, what)
         if live is None:
-            self.divs.append(Divergence("client", self.pos.where(),
-                                        f"the client closed its input without answering "
-                                        f"{describe(req)}"))
-            self.stopped = "client closed its input early"
-            raise _Stop
+            self._closed_early(f"the client closed its input without answering {describe(req)}")
         self._compare(ans, live, lambda exp, got: f"the client answered {describe(req)} with "
                       f"{_short_answer(got)}, recorded {_short_answer(exp)}")
 
@@ -236,18 +230,19 @@ class _Serve:
         """A response the recorded client sent to no request of the agent's (an id the agent
         never used): the live client is expected to do the same, and is not kept waiting for
         something else meanwhile."""
-        agent_ids = {r.id_key for r in self.rec.requests()}
         live = self._wait_for(
-            lambda x: _is_answer(x) and (x.id_key == m.id_key or x.id_key not in agent_ids),
+            lambda x: _is_answer(x) and (x.id_key == m.id_key or x.id_key not in self.agent_ids),
             f"send {describe(m)}, to no request (as the recorded client did)")
         if live is None:
-            self.divs.append(Divergence("client", self.pos.where(),
-                                        f"the client closed its input instead of sending "
-                                        f"{describe(m)}, to no request"))
-            self.stopped = "client closed its input early"
-            raise _Stop
+            self._closed_early(f"the client closed its input instead of sending {describe(m)}, "
+                               f"to no request")
         self._compare(m, live, lambda exp, got: f"the client sent {describe(live)} to no "
                       f"request, recorded {describe(m)}")
+
+    def _closed_early(self, message: str) -> NoReturn:
+        self.divs.append(Divergence("client", self.pos.where(), message))
+        self.stopped = "client closed its input early"
+        raise _Stop
 
     def _compare(self, recorded: Msg, live: Msg, say: Callable[[Any, Any], str]) -> None:
         """The live client's answer against the recorded one (ids aside): a divergence if not."""
