@@ -363,7 +363,7 @@ class Catalog:
                         self._file_rows[p] = (sigs[p], got_rows)
                 self.progress = (self.progress[0] + len(group), len(todo))
                 if not self.ready:  # the first build: what is read so far is served already
-                    self._publish(paths)
+                    self._publish(paths, busy)
         if todo:
             self._save(paths, sigs)
         rows = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
@@ -400,8 +400,11 @@ class Catalog:
             self.build_ms = (time.perf_counter() - t0) * 1000
             self._signature = self._sig(paths, spools)
 
-    def _publish(self, paths: list[str]) -> None:
-        part = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
+    def _publish(self, paths: list[str], busy: set[str]) -> None:
+        """Serve the rows read so far. A file being recorded is left out: its session is shown
+        from the spool once the build ends, under its live key."""
+        part = [dict(r) for p in paths if p in self._file_rows and os.path.abspath(p) not in busy
+                for r in self._file_rows[p][1]]
         for r in part:
             r["key"] = self._key(r["source_file"], r["session_id"])
         with self._lock:
