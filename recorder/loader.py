@@ -17,6 +17,7 @@ import time
 import duckdb
 import orjson
 
+from . import after_load
 from .classify import Classifier, Extracted
 from .edge import PROXY, say
 from .errors import UserError
@@ -569,6 +570,9 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             raise UserError(f"{db} stayed locked by another process or the disk stayed full "
                             f"for {FINISH_WAIT_S:.0f} s")
         reader.close()
+        done = handle.get()
+        if done is not None:  # summaries for readers, made while the file is still ours
+            after_load.run(done, sid, _say)
         if (ing.anomalies or ing.invalid) and not meta.get("quiet"):
             bits = [f"{n} {what}" for n, what in ((ing.invalid, "not JSON-RPC (batch, bad JSON, …)"),
                                                    (ing.anomalies, "against the protocol "
