@@ -1,0 +1,144 @@
+"""The hand-off from an ending proxy to its loader, seen from a reader.
+
+wire-proxy exits as soon as its agent has exited and the client's input has ended (`--wait`
+asks it to stay longer): whatever its loader has not stored yet, the loader (a separate process
+in its own session) stores on its own. A reader that opens the file in between would see part
+of the session, so every read-only open waits here first: for each spool beside the file whose
+proxy is done (its writer closed it) and that a live loader still holds, until the loader has
+stored it and deleted it. After NOTE_AFTER_S it says so on stderr, once; after the limit it
+gives up with one line (DBLocked, exit 2), so nothing hangs forever. A spool nobody holds any
+more (the loader was killed) is left alone: `wire-proxy recover` brings it in.
+
+A spool whose proxy still runs is not waited for: that session is being recorded live (read it
+with `wire-show --follow`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .errors import DBLocked
+
+WAIT_LIMIT_S = 60.0
+NOTE_AFTER_S = 1.0
+POLL_S = 0.02
+SPOOL_SUFFIX = ".spool"
+# Set by wire-proxy for its loader: where the loader's notes go once the proxy (which relays
+# them to the client's stderr) has exited.
+NOTES_LOG_ENV = "WIRE_PROXY_LOADER_LOG"
+NOTES_LOG_NAME = "loader.log"
+
+# folder -> (its mtime, spool names in it): a reader attaching thousands of files of one folder
+# lists it once, not once a file (creating or deleting a spool changes the folder's mtime)
+_listings: dict[str, tuple[int, list[str]]] = {}
+
+
+def _spools_in(folder: str) -> list[str]:
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
+        return []
+    cached = _listings.get(folder)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(SPOOL_SUFFIX)]
+    except OSError:
+        names = []
+    _listings[folder] = (mtime, names)
+    return names
+
+
+def _held(path: str) -> bool:
+    """Whether a process (a loader, or a proxy still writing) holds the spool's lock."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (closing lets go of a lock taken above)
+
+
+def handed_over(db: str) -> list[tuple[str, str]]:
+    """(session id, spool path) of each session of `db` its proxy has handed to a loader that
+    is still storing it."""
+    from .spool import writer_closed
+
+    folder = os.path.dirname(os.path.abspath(db)) or "."
+    base = os.path.basename(db) + "."
+    found = []
+    for name in _spools_in(folder):
+        if not name.startswith(base):
+            continue
+        path = os.path.join(folder, name)
+        if writer_closed(path) and _held(path):
+            found.append((name[len(base):-len(SPOOL_SUFFIX)], path))
+    return found
+
+
+def wait_for_loaders(db: str, limit: float | None = None, note_after: float = NOTE_AFTER_S,
+                     prog: str | None = None, skip: str | None = None) -> bool:
+    """Return once no loader is storing a handed-over session of `db` (at once when none is);
+    raise DBLocked after `limit` seconds (WAIT_LIMIT_S by default). `skip`: a spool not to wait
+    for (a loader's own). True when there was one to wait for."""
+    pending = [(sid, spool) for sid, spool in handed_over(db) if spool != skip]
+    if not pending:
+        return False
+    if limit is None:
+        limit = _limit()
+    start = time.monotonic()
+    noted = False
+    while pending:
+        sid, spool = pending[0]
+        if not os.path.exists(spool) or not _held(spool):
+            # stored and deleted, or its loader is gone (a leftover for `recover`)
+            pending.pop(0)
+            continue
+        waited = time.monotonic() - start
+        if waited >= limit:
+            raise DBLocked(f"{db}: the loader is still storing session {sid} after "
+                           f"{limit:.0f} s", f"try again later; its notes go to {notes_log()}")
+        if not noted and waited >= note_after:
+            _note(prog, f"waiting for the loader to finish storing session {sid}")
+            noted = True
+        time.sleep(POLL_S)
+    return True
+
+
+def exists_after_loaders(path: str) -> bool:
+    """Whether `path` exists, once the loaders storing sessions into it are done: a proxy that
+    exited at once may leave the file still to be created by its loader."""
+    if os.path.exists(path):
+        return True
+    return wait_for_loaders(path) and os.path.exists(path)
+
+
+def _limit() -> float:
+    try:
+        return float(os.environ.get("WIRE_RECORDER_LOADER_WAIT", WAIT_LIMIT_S))
+    except ValueError:
+        return WAIT_LIMIT_S
+
+
+def _note(prog: str | None, msg: str) -> None:
+    from .edge import say
+
+    say(prog or os.path.basename(sys.argv[0] or "") or "wire-recorder", msg)
+
+
+def notes_log() -> str:
+    """Where a loader writes its notes once its proxy has gone: the data folder's loader.log."""
+    from .paths import data_dir
+
+    return os.path.join(data_dir(), NOTES_LOG_NAME)
