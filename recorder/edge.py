@@ -39,10 +39,36 @@ Main = Callable[..., int]
 def say(prog: str, message: str) -> None:
     """One line on stderr: `PROG: message`. Written straight to fd 2 (no buffer to flush, safe
     in the relay process and in threads) and never raises."""
+    line = f"{prog}: {message}\n".encode(errors="replace")
     try:
-        os.write(2, f"{prog}: {message}\n".encode(errors="replace"))
+        os.write(2, line)
+    except BrokenPipeError:
+        _to_notes_log(line)
     except OSError:
         pass
+
+
+def _to_notes_log(line: bytes) -> None:
+    """A loader whose proxy has exited (the reader of its stderr) writes its notes to the log
+    the proxy named for it (recorder/handoff.py), stamped with the time, instead of losing
+    them."""
+    log = os.environ.get("WIRE_PROXY_LOADER_LOG")
+    if not log:
+        return
+    import time
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z ").encode()
+    try:
+        os.makedirs(os.path.dirname(log) or ".", mode=0o700, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        os.write(fd, stamp + f"[pid {os.getpid()}] ".encode() + line)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def version_line(prog: str) -> str:

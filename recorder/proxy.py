@@ -48,7 +48,7 @@ class ProxyOptions:
     def __init__(self, command: list[str], db: str | None = None, name: str | None = None,
                  tags: dict[str, str] | None = None, protocol: str | None = None,
                  record: bool = True, redact: bool = True, snapshot_workdir: bool = False,
-                 quiet: bool = False, loader_wait_s: float = 30.0,
+                 quiet: bool = False, loader_wait_s: float = 0.0,
                  max_pending: int | None = None, no_loss: bool = False):
         self.command = command
         self.db = db
@@ -60,6 +60,7 @@ class ProxyOptions:
         # the loader stores the work dir's files, not only a manifest
         self.snapshot_workdir = snapshot_workdir
         self.quiet = quiet
+        # 0: exit at once and leave what is not stored yet to the loader (recorder/handoff.py)
         self.loader_wait_s = loader_wait_s
         self.max_pending = max_pending
         self.no_loss = no_loss  # slow the relay down rather than drop chunks from the recording
@@ -127,13 +128,20 @@ def _start_loader(spool_path: str, note: _Notes):
     # `analysis` on the path as top-level names.)
     import subprocess
 
+    from .handoff import NOTES_LOG_ENV, notes_log
+
+    hold = _spool_hold(spool_path)
     r, w = os.pipe()
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "wire_recorder.recorder.loader", spool_path],
             stdin=subprocess.DEVNULL, stdout=w, stderr=w,
-            # Its own session: a Ctrl-C for the agent must not stop the recording mid-write.
+            pass_fds=() if hold is None else (hold,),
+            # Its own session: neither a Ctrl-C for the agent nor the terminal's hang-up stops
+            # the recording mid-write, also after we have exited.
             start_new_session=True,
+            # once we are gone (no reader on the pipe), its notes go to this log
+            env=dict(os.environ, **{NOTES_LOG_ENV: notes_log()}),
         )
     except OSError as e:
         os.close(r)
@@ -142,7 +150,29 @@ def _start_loader(spool_path: str, note: _Notes):
         return None, None
     finally:
         os.close(w)
+        if hold is not None:
+            os.close(hold)
     return proc, r
+
+
+def _spool_hold(spool_path: str) -> int | None:
+    """A descriptor holding a shared lock on the spool, for the loader to inherit: the lock
+    (which says "a live process owns this spool") then passes from us to the loader without a
+    gap, so a reader that comes after we exit but before the loader has started up sees a
+    session being stored, not a leftover (recorder/handoff.py). The loader keeps it, unaware,
+    until it exits."""
+    try:
+        import fcntl
+
+        fd = os.open(spool_path, os.O_RDONLY)
+    except (ImportError, OSError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 class _LoaderNotes(threading.Thread):

@@ -37,9 +37,10 @@ options:
                      (redaction of the stored copy is on by default; relayed bytes never change)
   --snapshot-workdir store the agent's work dir files too (bounded, redacted), not only
                      their manifest: wire-replay then runs the agent in a copy of them
-  --wait SECONDS     at exit, wait this long for the recording to be saved (default 30;
-                     a DB held by another process is left to finish in the background
-                     after 1 s, 0 = never wait)
+  --wait SECONDS     at exit, wait up to this long for the recording to be stored, so the
+                     file is complete when wire-proxy returns (default 0: exit at once; the
+                     loader finishes in the background and readers wait for it; a DB held by
+                     another process is left to the background after 1 s)
   --no-loss          when the disk falls behind, slow the relay down instead of dropping
                      frames from the recording (by default the relay never waits)
   -q, --quiet        no notes on stderr (problems are still reported)
@@ -104,6 +105,9 @@ def parse_args(argv: list[str]):
                     opts.loader_wait_s = float(value)
                 except ValueError:
                     raise UsageError(f"--wait {value!r} is not a number of seconds") from None
+                if not opts.loader_wait_s >= 0:  # (also NaN)
+                    raise UsageError(f"--wait {value!r} is not a number of seconds",
+                                     "give 0 or more")
         elif arg in ("-q", "--quiet"):
             opts.quiet = True
         elif arg == "--no-record":

@@ -39,11 +39,35 @@ def echo_agent_cmd(received_path: str | None = None) -> list[str]:
 
 def run_proxy(args: list[str], data: bytes = b"", timeout: float = 120, env=None,
               **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([WIRE_PROXY, *args], input=data, capture_output=True,
-                          timeout=timeout, env=env, **kw)
+    res = subprocess.run([WIRE_PROXY, *args], input=data, capture_output=True,
+                         timeout=timeout, env=env, **kw)
+    settle(args, env)
+    return res
+
+
+def settle(args: list[str], env=None) -> None:
+    """Wait until the loader of the proxy run with `args` has stored its session: the proxy
+    exits before that (readers wait the same way: recorder/handoff.py)."""
+    from wire_recorder.recorder.handoff import wait_for_loaders
+
+    env = os.environ if env is None else env
+    args = args[:args.index("--")] if "--" in args else args
+    dbs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--db"]
+    dbs += [a[5:] for a in args if a.startswith("--db=")]
+    if not dbs and env.get("WIRE_PROXY_DB"):
+        dbs.append(env["WIRE_PROXY_DB"])
+    if env.get("WIRE_RECORDER_HOME"):  # the data folder: the default, or the fallback
+        dbs += [str(s).rsplit(".", 2)[0]
+                for s in Path(env["WIRE_RECORDER_HOME"]).rglob("*.spool")]
+    for db in dbs:
+        wait_for_loaders(db)
 
 
 def db_rows(db: str, sql: str, params=()):
+    # as every reader does: a proxy exits before its loader has stored the session
+    from wire_recorder.recorder.handoff import wait_for_loaders
+
+    wait_for_loaders(db)
     con = duckdb.connect(db, read_only=True)
     try:
         return con.execute(sql, list(params)).fetchall()
