@@ -1,0 +1,101 @@
+"""The loader's batch path stores every frame byte-exact and as the classifier says, whatever the
+frame: one real proxy run over many frames of mixed kinds, checked against `Classifier` and
+`Redactor` called directly on the same bytes."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from tests.harness.proxy import echo_agent_cmd, run_proxy, split_frames, stream_of
+from wire_recorder.recorder.classify import Classifier
+from wire_recorder.recorder.model import COLUMNS, Frame
+from wire_recorder.recorder.redact import Redactor
+from wire_recorder.recorder.store import INLINE_MAX, open_store
+
+# the columns the classifier decides (the rest is context: seq, ts, direction, raw...)
+# placeholders hold a per-session key: compared by their place, not their digest
+_PLACEHOLDER = re.compile(rb"REDACTED:[0-9a-f]+")
+
+
+def _same(raw: bytes) -> bytes:
+    return _PLACEHOLDER.sub(b"REDACTED:*", raw)
+
+
+DECIDED = ("kind", "method", "rpc_id", "msg_type", "payload", "parse_error", "known", "anomaly")
+
+
+def _mixed_frames() -> list[bytes]:
+    big_text = b"x" * (INLINE_MAX + 10)  # over INLINE_MAX: its bytes go to the sidecar
+    kinds = [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.1"}}',
+        b'{"jsonrpc":"2.0","method":"event","params":{"type":"TurnBegin","payload":{"a":1}}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{"ok":true}}',
+        b'{"jsonrpc":"2.0","id":"s","error":{"code":-1,"message":"no"}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"prompt","params":{}}',  # id 1 reused: an anomaly
+        b'{"jsonrpc":"1.0","method":"event","params":{}}',
+        b"[1,2,3]",
+        b"not json at all",
+        b"\xff\xfe\x00 invalid utf-8",
+        b'{"text":"lone \\ud800 surrogate"}',
+        b'{"jsonrpc":"2.0","id":' + b"9" * 400 + b',"result":null}',  # beyond a double
+        b'{"jsonrpc":"2.0","method":"x","params":{"v":"\\u0000nul\\"q\\\\"}}',
+        "{\"jsonrpc\":\"2.0\",\"method\":\"é✓😀\",\"params\":[\"\u2028\"]}".encode(),
+        b"",
+        b"\r",
+        b" \t ",
+        b'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart","payload":{"t":"'
+        + big_text + b'"}}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"authorization":"Bearer abcdefghijklmnop"}}',
+        b"[" * 2000 + b"]" * 2000,  # nested too deep to parse
+        b'{"jsonrpc":"2.0","method":"n","params":{"n":1e400}}',
+    ]
+    frames = []
+    for i in range(3000):  # enough for several spool records and a batch of many rows
+        frames.append(b'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart",'
+                      b'"payload":{"type":"text","text":"f%05d"}}}' % i)
+        if i % 150 == 0:
+            frames.extend(kinds)
+    return frames
+
+
+def test_mixed_frames_stored_byte_exact_and_as_classified(tmp_path):
+    frames = _mixed_frames()
+    stream = b"\n".join(frames) + b"\n" + b'{"jsonrpc":"2.0","method":"tail"'  # no newline
+    db = str(tmp_path / "k.db")
+    res = run_proxy(["-q", "--db", db, "--", *echo_agent_cmd()], stream,
+                    env=dict(os.environ, WIRE_RECORDER_HOME=str(tmp_path / "home")))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == stream  # the relay, whatever the recording does
+
+    redactor = Redactor.from_config(str(tmp_path), enabled=True)
+    expected = [(_same(redactor.redact_bytes(raw)), nl) for raw, nl in split_frames(stream)]
+    store = open_store(db, read_only=True)
+    try:
+        sid = store.session()["session_id"]
+        stored = [f for f in store.frames(sid) if f.direction in ("c2a", "a2c")]
+        session = store.session(sid)
+    finally:
+        store.close()
+    for direction in ("c2a", "a2c"):
+        got = [(_same(bytes(f.raw)), f.newline) for f in stored if f.direction == direction]
+        assert got == expected, direction
+    assert _same(stream_of(db, "c2a")) == b"".join(r + (b"\n" if nl else b"")
+                                                   for r, nl in expected)
+    assert b"abcdefghijklmnop" not in stream_of(db, "a2c")
+    assert session["frame_count"] == 2 * len(expected)
+    assert session["lost_frames"] == 0
+    assert any(f.blob_offset is not None for f in stored)  # the sidecar path ran too
+
+    # the classifier, called directly over the frames in the order they were stored
+    classifier = Classifier(None)
+    kinds = set()
+    for f in stored:
+        ex = classifier(bytes(f.raw), f.direction)
+        want = tuple(getattr(ex, c) for c in DECIDED)
+        got = tuple(getattr(f, c) for c in DECIDED)
+        assert got == want, (f.seq, bytes(f.raw)[:80])
+        kinds.add(f.kind)
+    assert {"request", "notification", "response", "error", "invalid"} <= kinds
+    assert session["protocol"] == classifier.protocol
+    assert len(COLUMNS) == len(Frame.__dataclass_fields__)
