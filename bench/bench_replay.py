@@ -1,4 +1,4 @@
-"""Replay overhead on a 10,000-frame session, beyond the agent's own time (target: under 1 s).
+"""Replay overhead on a 10,000-frame session, beyond the agent's own time (CLI target: <= 0.5 s).
 
     .venv/bin/python bench/bench_replay.py [--frames 10000] [--turns 10] [--repeat 3]
 
@@ -16,12 +16,18 @@ checking that each answer comes back to the right id.
   command-line overhead = CLI - agent alone (target, issue 14: <= 0.5 s), split into what the
   command costs before any replay: the bare interpreter, `import wire_recorder.replay.cli`, and
   the whole command on a missing session file (imports + argument parsing, one error line).
+
+Each figure is wall time and, beside it, CPU time (user + sys of this process and the children
+it waited for): on a 2-core machine that other work keeps busy, wall times stretch by 2-3x while
+CPU times move little, so the CPU overheads are the ones to compare between runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -158,9 +164,25 @@ def write_transcript(path: Path, conv, command) -> None:
         f.write('{"dir":"proxy","event":"client_eof","data":{},"t_ms":%.3f}\n' % (t + 0.05))
 
 
-def agent_alone(argv, conv) -> float:
+def cpu() -> float:
+    """CPU seconds of this process and of the children it has waited for."""
+    me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
+
+
+class Clock:
+    """Wall and CPU time of one measured piece."""
+
+    def __init__(self) -> None:
+        self.w0, self.c0 = time.perf_counter(), cpu()
+
+    def stop(self) -> tuple[float, float]:
+        return time.perf_counter() - self.w0, cpu() - self.c0
+
+
+def agent_alone(argv, conv) -> tuple[float, float]:
     """A minimal client: no parsing beyond finding request ids, answers by position."""
-    t0 = time.perf_counter()
+    clock = Clock()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     conv_req_id = live_req_id = ""  # set by each request before its answer is sent
     i = 0
@@ -182,13 +204,18 @@ def agent_alone(argv, conv) -> float:
     p.stdout.read()
     if p.wait() != 0:
         raise SystemExit(f"bench agent failed with {p.returncode}")
-    return time.perf_counter() - t0
+    return clock.stop()
 
 
-def timed_run(argv: list[str], ok: int = 0) -> float:
-    t0 = time.perf_counter()
-    p = subprocess.run(argv, capture_output=True)
-    took = time.perf_counter() - t0
+# A wheel install carries compiled modules; without them (PYTHONDONTWRITEBYTECODE in the
+# environment of an editable install) each command would compile the edited ones again.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def timed_run(argv: list[str], ok: int = 0) -> tuple[float, float]:
+    clock = Clock()
+    p = subprocess.run(argv, capture_output=True, env=ENV)
+    took = clock.stop()
     if p.returncode != ok:
         raise SystemExit(f"{argv[:3]} exited {p.returncode}: {p.stderr.decode()[-300:]}")
     return took
@@ -212,20 +239,22 @@ def main() -> int:
         print(f"session: {len(conv)} frames ({n_agent} agent, {len(conv) - n_agent} client), "
               f"{a.turns} approvals")
         alone, lib, cli = [], [], []
+        subprocess.run([sys.executable, "-c", "import wire_recorder.replay.cli"], env=ENV,
+                       check=True)  # writes what is not compiled yet, outside the timings
         for _ in range(a.repeat):
             alone.append(agent_alone(argv, conv))
-            t0 = time.perf_counter()
+            clock = Clock()
             r = replay_session(str(session), argv, options=ReplayOptions(frame_timeout=30))
-            lib.append(time.perf_counter() - t0)
+            lib.append(clock.stop())
             if not r.ok:
                 from wire_recorder.replay import render_text
 
                 print(render_text(r))
                 return 1
-            t0 = time.perf_counter()
+            clock = Clock()
             p = subprocess.run([str(Path(sys.executable).parent / "wire-replay"), str(session),
-                                "-q", "--", *argv], capture_output=True)
-            cli.append(time.perf_counter() - t0)
+                                "-q", "--", *argv], capture_output=True, env=ENV)
+            cli.append(clock.stop())
             if p.returncode != 0:
                 print(p.stdout.decode(), p.stderr.decode())
                 return 1
@@ -235,18 +264,27 @@ def main() -> int:
         imp = [timed_run([py, "-c", "import wire_recorder.replay.cli"]) for _ in range(a.repeat)]
         parse = [timed_run([wr, str(tmp / "missing.jsonl"), "-q", "--", *argv], ok=2)
                  for _ in range(a.repeat)]
-        med = statistics.median
-        print(f"agent alone (minimal client): {med(alone):.3f} s  (runs: "
-              f"{', '.join(f'{x:.3f}' for x in alone)})")
-        print(f"replay, library:              {med(lib):.3f} s  -> overhead "
-              f"{med(lib) - med(alone):.3f} s")
-        print(f"replay, CLI (incl. start-up): {med(cli):.3f} s  -> overhead "
-              f"{med(cli) - med(alone):.3f} s")
-        over = med(cli) - med(alone)
-        print(f"command-line overhead (CLI - agent alone): {over:.3f} s  target <= 0.500 s  "
-              f"{'PASS' if over <= 0.5 else 'MISS'}; CLI - library {med(cli) - med(lib):.3f} s")
-        print(f"  start-up: python -c pass {med(bare):.3f} s, + import replay.cli "
-              f"{med(imp):.3f} s, + argument parsing (missing file) {med(parse):.3f} s")
+
+        def med(xs, k):
+            return statistics.median(x[k] for x in xs)
+
+        def fig(xs):
+            return f"{med(xs, 0):.3f} s (CPU {med(xs, 1):.3f} s)"
+
+        print(f"machine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"on {os.cpu_count()} cores")
+        print(f"agent alone (minimal client): {fig(alone)}  (runs: "
+              f"{', '.join(f'{x[0]:.3f}' for x in alone)})")
+        for name, xs in (("replay, library:             ", lib),
+                         ("replay, CLI (incl. start-up):", cli)):
+            print(f"{name} {fig(xs)}  -> overhead {med(xs, 0) - med(alone, 0):.3f} s "
+                  f"(CPU {med(xs, 1) - med(alone, 1):.3f} s)")
+        over, over_cpu = med(cli, 0) - med(alone, 0), med(cli, 1) - med(alone, 1)
+        print(f"command-line overhead (CLI - agent alone): {over:.3f} s (CPU {over_cpu:.3f} s)  "
+              f"target <= 0.500 s  {'PASS' if over <= 0.5 else 'MISS'}; CLI - library "
+              f"{med(cli, 0) - med(lib, 0):.3f} s (CPU {med(cli, 1) - med(lib, 1):.3f} s)")
+        print(f"  start-up: python -c pass {fig(bare)}, + import replay.cli {fig(imp)}, "
+              f"+ argument parsing (missing file) {fig(parse)}")
         print(f"requests matched: {r.stats.get('requests_matched')}, "
               f"frames compared: {r.stats.get('live_agent_frames')}")
     return 0

@@ -16,9 +16,10 @@ import typer
 
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.handoff import exists_after_loaders
 from wire_recorder.recorder.helpstyle import help_text, make_app
 
-from .driver import ReplayOptions, ReplayProgress, replay_session
+from .driver import ReplayOptions, ReplayProgress, gc_paused, replay_session
 from .normalize import IgnoreRule
 from .options import Mode, OnUnmatched
 
@@ -148,6 +149,16 @@ def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[s
         env: dict[str, str] | None = None, origin: Sequence[str] = (),
         report: str | None = None, as_json: bool = False, quiet: bool = False) -> int:
     """wire-replay with its options parsed: replay, serve or update; print; the exit code."""
+    with gc_paused():  # over the load and the report too
+        return _run(session_file, mode, opts, agent=agent, session=session, output=output,
+                    cwd=cwd, env=env, origin=origin, report=report, as_json=as_json,
+                    quiet=quiet)
+
+
+def _run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[str],
+         session: str | None, output: str | None, cwd: str | None,
+         env: dict[str, str] | None, origin: Sequence[str], report: str | None,
+         as_json: bool, quiet: bool) -> int:
     from . import report as rp
     from .recording import load
 
@@ -156,7 +167,7 @@ def run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[s
     if origin and mode is Mode.SERVE:
         raise UsageError("--origin only goes with an agent under test, not --serve")
     for path in origin:
-        if not os.path.isfile(path):
+        if not exists_after_loaders(path) or not os.path.isfile(path):
             raise UsageError(f"--origin {path}: no such file", "give a .db or .jsonl recording")
     rec = load(session_file, session)
     if mode is not Mode.SERVE and not agent and not opts.recorded_command:

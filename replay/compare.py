@@ -54,9 +54,13 @@ class Item:
     where: str
     anchor: bool
     ordered: bool
-    label: str
     seg: int = 0
     optional: bool = False  # may be missing or extra (the agent's turn was cut short)
+
+    @property
+    def label(self) -> str:
+        # made only for a divergence's message: an unchanged replay never reads it
+        return describe(self.msg, _payload_of(self.msg, self.norm))
 
 
 class Position:
@@ -133,15 +137,22 @@ def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[byte
         hit = shared.get(m.raw) if shared is not None else None
         if hit is None:
             norm = normalizer.value(m)
-            hit = (norm, canonical(norm), describe(m, _payload_of(m, norm)))
-            if shared is not None and not any(lit in m.raw for lit in literals):
+            hit = (norm, canonical(norm))
+            if shared is not None and not _holds_any(m.raw, literals):
                 shared[m.raw] = hit
         anchor = is_anchor(m, anchor_ids)
         seg += anchor
         out.append(Item(m, hit[0], hit[1], pos.see(m), anchor,
                         m.kind == "notification" and m.msg_type in m.adapter.ordered_types,
-                        hit[2], seg, m.index in optional))
+                        seg, m.index in optional))
     return out
+
+
+def _holds_any(raw: bytes, literals: tuple[bytes, ...]) -> bool:
+    for lit in literals:  # a loop, not any(genexpr): asked of every frame of both streams
+        if lit in raw:
+            return True
+    return False
 
 
 def cut_short(msgs: Iterable[Msg], adapter, turn_ids: set[bytes] | frozenset) -> set[int]:

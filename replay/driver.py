@@ -15,6 +15,8 @@ forever: silence longer than `frame_timeout` while something is expected, or the
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import io
 import os
@@ -25,7 +27,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -990,6 +992,21 @@ class _Setup:
                     pass
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (and then restored as it was) while a replay runs:
+    it walked the recording's objects again and again, a fifth of the CPU time of a 10k-frame
+    replay, and a replay makes almost no cycles (180 objects for that session), so refcounting
+    alone frees what it drops."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None = None,
                    *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                    session_id: str | None = None,
@@ -1007,6 +1024,14 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
     Raises UserError kinds for input problems (recorder.errors: exit 2, or 127 for an agent
     that cannot start; AgentSetupError for an agent that exits before answering anything);
     divergences are in the result (`result.ok`, `result.first`, `result.divergences`)."""
+    with gc_paused():
+        return _replay_session(recording, agent, env=env, cwd=cwd, session_id=session_id,
+                               options=options, origin_files=origin_files)
+
+
+def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None,
+                    *, env: Mapping[str, str] | None, cwd: str | None, session_id: str | None,
+                    options: ReplayOptions | None, origin_files: Sequence[str]) -> ReplayResult:
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     if agent:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ import orjson
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UsageError
-from wire_recorder.recorder.protocols.base import Matcher, Request
+from wire_recorder.recorder.protocols.base import Adapter, Matcher, Request
 
 from .labels import _short, field_diff
 from .normalize import canonical
@@ -41,17 +41,68 @@ from .recording import Msg
 __all__ = ["DEFAULT_MATCH_ON", "MATCHERS", "MATCHER_DOCS", "Matcher", "Request", "RequestBook",
            "fallback_answer", "matcher", "parse_match_on", "rewrite_answer"]
 
-MATCHERS: dict[str, Matcher] = {}
-MATCHER_DOCS: dict[str, str] = {}
+class _Table(dict[str, Any]):
+    """MATCHERS and MATCHER_DOCS: the generic and in-tree adapters' matchers at import; those
+    of third-party adapters (entry points, whose scan of every installed distribution costs
+    10-30 ms a command) the first time a name is not found here or the whole table is read.
+    The names and their order are the same as if all were registered at import."""
+
+    def _all(self) -> _Table:
+        _adapter_matchers()
+        return self
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or dict.__contains__(self._all(), key)
+
+    def __getitem__(self, key: str) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return dict.__getitem__(self._all(), key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return dict.get(self._all(), key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return dict.__iter__(self._all())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._all())
+
+    def keys(self) -> Any:  # dict_keys, which typing cannot name
+        return dict.keys(self._all())
+
+    def values(self) -> Any:
+        return dict.values(self._all())
+
+    def items(self) -> Any:
+        return dict.items(self._all())
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self._all())
+
+
+MATCHERS: dict[str, Matcher] = _Table()
+MATCHER_DOCS: dict[str, str] = _Table()
+
+
+def _put(name: str, fn: Matcher, doc: str) -> None:
+    dict.__setitem__(MATCHERS, name, fn)
+    dict.__setitem__(MATCHER_DOCS, name, doc or (fn.__doc__ or "").strip())
 
 
 def matcher(name: str, doc: str = "") -> Callable[[Matcher], Matcher]:
     def register(fn: Matcher) -> Matcher:
-        MATCHERS[name] = fn
-        MATCHER_DOCS[name] = doc or (fn.__doc__ or "").strip()
+        if _registered is not None:  # after the adapters' (not the generic ones at import)
+            _adapter_matchers()
+        _put(name, fn, doc)
         return fn
 
     return register
+
+
+_registered: set[str] | None = None  # the adapters whose matchers are in MATCHERS
 
 
 @matcher("method", "JSON-RPC method (`request` for Wire requests)")
@@ -64,17 +115,33 @@ def _payload(r: Request) -> Any:
     return r.payload
 
 
-def _adapter_matchers() -> None:
-    for adapter in protocols.ADAPTERS.values():
-        for name, (fn, doc) in adapter.matchers.items():
-            if name in MATCHERS:
-                print(f"wire-replay: matcher {name!r} of protocol {adapter.name} is already "
-                      f"taken; skipped", file=sys.stderr)
-                continue
-            matcher(name, doc)(fn)
+def _register(adapter: Adapter) -> None:
+    assert _registered is not None
+    if adapter.name in _registered:
+        return
+    _registered.add(adapter.name)
+    for name, (fn, doc) in adapter.matchers.items():
+        if dict.__contains__(MATCHERS, name):
+            print(f"wire-replay: matcher {name!r} of protocol {adapter.name} is already "
+                  f"taken; skipped", file=sys.stderr)
+            continue
+        _put(name, fn, doc)
 
 
-_adapter_matchers()
+def _adapter_matchers(in_tree_only: bool = False) -> None:
+    global _registered
+    if _registered is None:
+        _registered = set()
+    # the in-tree adapters come first in detection order, so registering them alone first
+    # keeps the order (and which of two equal names wins) of registering all at once
+    for name in protocols.IN_TREE:
+        _register(protocols.get(name))
+    if not in_tree_only:
+        for adapter in protocols.ADAPTERS.values():
+            _register(adapter)
+
+
+_adapter_matchers(in_tree_only=True)
 
 DEFAULT_MATCH_ON: tuple[str, ...] = protocols.get(protocols.LEGACY).default_match_on
 

@@ -179,7 +179,7 @@ class Normalizer:
         # streamed text, costs a third. The same alternatives: a frame passes exactly when the
         # combined regex would find something.
         self._literals = tuple(lit for lit, _ in self.values)
-        self._probes = tuple(re.compile(p).search for _, p, _ in patterns)
+        self._probes = tuple((_required_bytes(p), re.compile(p).search) for _, p, _ in patterns)
         self._by_selector: dict[str | None, list[IgnoreRule]] = {}
         for r in self.rules:
             self._by_selector.setdefault(r.selector, []).append(r)
@@ -189,8 +189,13 @@ class Normalizer:
 
     def text(self, raw: bytes) -> bytes:
         raw = self.redactor.redact_bytes(raw)
-        if any(lit in raw for lit in self._literals) or any(p(raw) for p in self._probes):
-            return self._pattern.sub(self._sub, raw)
+        for lit in self._literals:
+            if lit in raw:
+                return self._pattern.sub(self._sub, raw)
+        for needs, probe in self._probes:
+            # a pattern whose bytes are not all there cannot match: a memchr-fast look first
+            if (needs is None or needs in raw) and probe(raw) is not None:
+                return self._pattern.sub(self._sub, raw)
         return raw
 
     def _rules_for(self, m: Msg) -> list[IgnoreRule]:
@@ -224,6 +229,27 @@ class Normalizer:
         if "method" in v:
             return m.adapter.payload(m.method, v.get("params"))
         return v.get("result", v.get("error"))
+
+
+def _required_bytes(pattern: bytes) -> bytes | None:
+    """The longest run of plain bytes that every match of `pattern` holds (its top-level
+    literals: `-` of a UUID, `REDACTED:`), or None when there is none or it cannot be told."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(pattern)
+        if tree.state.flags & (re.IGNORECASE | re.VERBOSE):
+            return None
+        best, run = b"", bytearray()
+        for op, av in tree.data:
+            if op is _parser.LITERAL:
+                run.append(av)
+                continue
+            best, run = max(best, bytes(run), key=len), bytearray()
+        best = max(best, bytes(run), key=len)
+    except Exception:  # a private module: without it every pattern is only searched
+        return None
+    return best or None
 
 
 @functools.cache
