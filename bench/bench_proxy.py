@@ -7,6 +7,8 @@ Sections (see bench/README.md):
   throughput  frames through `wire-proxy -- cat` vs `cat` vs `cat | tee FILE | cat`, output
               byte-identical, DB holds every frame of both directions
   latency     ping-pong round trips: proxy vs `cat` vs `cat | cat | cat` (one extra cat hop)
+  busy        1 M (quick: 300 k) small frames through the proxy while a CPU burner keeps one
+              core busy: frames lost from the recording (target 0), proxy RSS, vs `tee`
   sustained   1 M small frames through the proxy until the recording is complete in DuckDB
   memory      peak RSS (VmHWM) of the proxy and of its loader while relaying 1 GiB
   startup     launch -> agent spawned, launch -> first round trip, vs the agent run directly and
@@ -47,7 +49,7 @@ from _common import (  # noqa: E402
 )
 
 MB = 1_000_000
-SECTIONS = ("throughput", "latency", "sustained", "memory", "startup")
+SECTIONS = ("throughput", "latency", "busy", "sustained", "memory", "startup")
 
 CONFIGS = {
     "quick": {
@@ -57,6 +59,8 @@ CONFIGS = {
         "lat_round_trips": 6000,  # per variant and size, split over lat_rounds processes
         "lat_rounds": 3,
         "sus_frames": 300_000,
+        "busy_frames": 300_000,
+        "busy_runs": 1,
         "mem_cases": ((2 << 20, 512),),  # 1 GiB
         "mem_wait_s": 25,  # longer: the recording is reported unfinished, the loader stopped
         "start_runs": 7,
@@ -68,6 +72,8 @@ CONFIGS = {
         "lat_round_trips": 20000,
         "lat_rounds": 5,
         "sus_frames": 1_000_000,
+        "busy_frames": 1_000_000,
+        "busy_runs": 3,
         "mem_cases": ((2 << 20, 512), (64 << 10, 16384)),
         "mem_wait_s": 150,
         "start_runs": 30,
@@ -76,9 +82,12 @@ CONFIGS = {
 
 TARGETS = {
     "tp_min_frames_s_200": 250_000,
-    "tp_min_vs_tee": 0.5,
-    "lat_max_p50_vs_hop": 2.0,
+    "tp_min_vs_tee": 1.0,  # issue 14, item 6: at every frame size
+    "lat_max_p50_added_us": 15.0,  # issue 14, item 6: added round trip, 20,000 of them
     "lat_max_p99_added_us": 200.0,
+    "lat_max_p999_added_us": 1000.0,
+    "lat_max_max_added_us": 5000.0,
+    "busy_max_lost_frames": 0,  # issue 14, item 7
     "sus_min_rows_s": 100_000,
     "mem_max_mb": 200.0,
     "spawn_max_ms": 10.0,  # beyond the interpreter's own start, medians (issue 14, item 3)
@@ -177,6 +186,7 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                     db = tmp.file("tp.db")
                     argv = proxy_cmd(db, ["cat"])
                     res = run_stream(argv, stream, stderr_path=tmp.file("stderr.txt"))
+                    res.exit_s += wait_recorded(tmp.path)
                     chk = check_recording(db, stream, content=(r == 0))
                     chk["spools_left"] = spool_leftovers(tmp.path)
                     checks.append(chk)
@@ -193,7 +203,7 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                 say(f"  {v:6s} run {r}: relay {res.relay_s * 1e3:8.1f} ms  "
                     f"{stream.n_frames / res.relay_s:12,.0f} frames/s  "
                     f"{stream.n_bytes / res.relay_s / MB:7.1f} MB/s"
-                    + (f"  (exit {res.exit_s * 1e3:.0f} ms)" if v == "proxy" else ""))
+                    + (f"  (recorded {res.exit_s * 1e3:.0f} ms)" if v == "proxy" else ""))
         best = {v: min(x.relay_s for x in rs) for v, rs in runs.items()}
         fps = {v: stream.n_frames / s for v, s in best.items()}
         mbs = {v: stream.n_bytes / s / MB for v, s in best.items()}
@@ -209,13 +219,12 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         vs_tee = fps["proxy"] / fps["tee"]
         rep.row(sec, name, "proxy frames/s", fps["proxy"], "", "cat", fps["proxy"] / fps["cat"])
         rep.row(sec, name, "proxy MB/s", mbs["proxy"], "", "tee", vs_tee,
-                f">= {TARGETS['tp_min_vs_tee']}x tee" if size != 200 else None,
-                vs_tee >= TARGETS["tp_min_vs_tee"] if size != 200 else None)
+                f">= {TARGETS['tp_min_vs_tee']}x tee", vs_tee >= TARGETS["tp_min_vs_tee"])
         if size == 200:
             rep.row(sec, name, "proxy frames/s (target)", fps["proxy"], "", "tee", vs_tee,
                     f">= {TARGETS['tp_min_frames_s_200']:,} frames/s",
                     fps["proxy"] >= TARGETS["tp_min_frames_s_200"])
-        rep.row(sec, name, "proxy time to recorded (exit)", exit_best, "s", None, None)
+        rep.row(sec, name, "proxy time to recorded (spool gone)", exit_best, "s", None, None)
         ok = data[name]["identical"] and not any(c["problems"] for c in checks)
         rep.row(sec, name, "bytes identical + DB complete", "yes" if ok else "NO", "", None, None,
                 "zero loss", ok)
@@ -281,8 +290,12 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         hop99 = (st["cat3"]["p99"] - st["cat"]["p99"]) / 2
         add50 = st["proxy"]["p50"] - st["cat"]["p50"]
         add99 = st["proxy"]["p99"] - st["cat"]["p99"]
+        add999 = st["proxy"]["p99.9"] - st["cat"]["p99.9"]
+        addmax = st["proxy"]["max"] - st["cat"]["max"]
         data[name] = {"us": st, "one_hop_added_us": {"p50": hop50, "p99": hop99},
-                      "proxy_added_us": {"p50": add50, "p99": add99}, "n": len(samples["cat"])}
+                      "proxy_added_us": {"p50": add50, "p99": add99, "p99.9": add999,
+                                         "max": addmax},
+                      "n": len(samples["cat"])}
         sec = "2 latency"
         for v, label in (("cat", "cat"), ("cat3", "cat|cat|cat"), ("proxy", "proxy")):
             q = st[v]
@@ -291,11 +304,82 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         rep.row(sec, name, "one extra cat hop adds p50/p99", f"{hop50:.1f}/{hop99:.1f}", "us")
         ratio50 = add50 / hop50 if hop50 > 0 else float("inf")
         rep.row(sec, name, "proxy adds p50", add50, "us", "1 cat hop", ratio50,
-                f"<= {TARGETS['lat_max_p50_vs_hop']:.0f}x hop", ratio50 <= TARGETS["lat_max_p50_vs_hop"])
+                f"<= {TARGETS['lat_max_p50_added_us']:.0f} us",
+                add50 <= TARGETS["lat_max_p50_added_us"])
         rep.row(sec, name, "proxy adds p99", add99, "us", "1 cat hop",
                 add99 / hop99 if hop99 > 0 else None,
                 f"< {TARGETS['lat_max_p99_added_us']:.0f} us", add99 < TARGETS["lat_max_p99_added_us"])
+        for q, added, key in (("p99.9", add999, "lat_max_p999_added_us"),
+                              ("max", addmax, "lat_max_max_added_us")):
+            hop = (st["cat3"][q] - st["cat"][q]) / 2
+            rep.row(sec, name, f"proxy adds {q}", added, "us", "1 cat hop",
+                    added / hop if hop > 0 else None, f"<= {TARGETS[key]:.0f} us",
+                    added <= TARGETS[key])
         say(f"  cat {st['cat']}\n  cat3 {st['cat3']}\n  proxy {st['proxy']}")
+
+
+# -- busy machine ------------------------------------------------------------------------------------
+BURNER = "while True: pass"
+
+
+def bench_busy(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+    """Small frames as fast as the client can write them while another process keeps one of
+    the cores busy: the relay never waits for the recorder, so what the spool writer cannot
+    keep up with is lost from the recording (counted, marked): the figure is that loss."""
+    stream = stream_for(200, cfg["busy_frames"])
+    runs = cfg["busy_runs"]
+    case = f"{stream.n_frames // 1000}k x 200 B"
+    say(f"[busy] {case} through the proxy, {runs} run(s), a CPU burner on one core")
+    # our own child, stopped by its pid below
+    burner = subprocess.Popen([sys.executable, "-c", BURNER])
+    out = []
+    try:
+        tmp.clear()
+        tee = run_stream(["sh", "-c", f"cat | tee {tmp.file('tee.out')} | cat"], stream,
+                         keep_output=False)
+        for r in range(runs):
+            tmp.clear()
+            db = tmp.file("busy.db")
+            res = run_stream(proxy_cmd(db, ["cat"]), stream, keep_output=False, poll_rss=True,
+                             stderr_path=tmp.file("stderr.txt"))
+            res.exit_s += wait_recorded(tmp.path)
+            chk = check_recording(db, stream, content=False)
+            expected = 2 * chk["expected_per_direction"]
+            lost = expected - (chk["c2a"] or 0) - (chk["a2c"] or 0)
+            out.append({"relay_s": res.relay_s, "recorded_s": res.exit_s, "lost_frames": lost,
+                        "identical": res.identical, "peak": res.peak, "check": chk})
+            say(f"  run {r}: relay {stream.n_frames / res.relay_s:,.0f} frames/s (tee "
+                f"{stream.n_frames / tee.relay_s:,.0f}), recorded after {res.exit_s:.1f} s, "
+                f"lost {lost} of {expected} frames, proxy RSS "
+                f"{res.peak.get('proxy_hwm_kb', 0) / 1024:.0f} MiB")
+            if chk["problems"] or not res.identical:
+                rep.lost(f"busy run {r}: {chk['problems']} identical={res.identical} "
+                         f"stderr: {res.stderr.strip()[:300]}")
+    finally:
+        burner.kill()
+        burner.wait()
+    rep.data["busy"] = {"tee_relay_s": tee.relay_s, "runs": out}
+    sec = "busy"
+    tee_fps = stream.n_frames / tee.relay_s
+    rep.row(sec, case, "tee frames/s (burner on)", tee_fps)
+    fps = max(stream.n_frames / x["relay_s"] for x in out)
+    rep.row(sec, case, "proxy relay frames/s (best)", fps, "", "tee", fps / tee_fps)
+    worst = max(x["lost_frames"] for x in out)
+    rep.row(sec, case, f"frames lost, worst of {runs}", worst, "", None, None,
+            f"<= {TARGETS['busy_max_lost_frames']}", worst <= TARGETS["busy_max_lost_frames"])
+    rss = max(x["peak"].get("proxy_hwm_kb", 0) for x in out) / 1024
+    rep.row(sec, case, "proxy peak RSS (VmHWM)", rss, "MiB")
+    rep.row(sec, case, "time to recorded (spool gone), median",
+            median([x["recorded_s"] for x in out]), "s")
+
+
+def wait_recorded(folder: str, timeout: float = 900) -> float:
+    """Seconds from now until no spool is left in folder: the loader has stored its session
+    (the proxy may exit before its loader is done)."""
+    t = time.perf_counter()
+    while spool_leftovers(folder) and time.perf_counter() - t < timeout:
+        time.sleep(0.005)
+    return time.perf_counter() - t
 
 
 # -- 3. sustained recording -------------------------------------------------------------------------
@@ -307,6 +391,7 @@ def bench_sustained(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
     db = tmp.file("sus.db")
     res = run_stream(proxy_cmd(db, ["cat"]), stream, keep_output=False,
                      stderr_path=tmp.file("stderr.txt"))
+    res.exit_s += wait_recorded(tmp.path)
     chk = check_recording(db, stream, content=False)
     chk["spools_left"] = spool_leftovers(tmp.path)
     rows = chk["rows"]
