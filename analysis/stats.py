@@ -14,6 +14,8 @@ from typing import Any
 from wire_recorder.recorder import protocols as registry
 
 from .sources import Workspace
+from .summary import summary_tables
+from .views import MATERIALIZED, install_views
 
 TOP_TURNS = 15
 TOP_TOOLS = 15
@@ -48,15 +50,19 @@ def _where(session_ids: list[str] | None) -> tuple[str, list]:
 
 
 # the steps summarize reports to its progress callback
-STEPS = 6
+STEPS = 7
 
-# What the summary reads of each view: the columns it does not read (tool arguments joined
-# from their streamed parts, request and error payloads) cost most of a view's time.
-TURN_COLS = ("session_id, name, protocol, turn, status, steps, input_other, input_cache_read, "
-             "input_cache_creation, output, total_tokens, subagent_tokens, user_input")
-TOOL_COLS = "protocol, tool_name, is_error, duration_ms, agent_id, input_rounds, input_wait_ms"
-REQUEST_COLS = "protocol, type, via, outcome, resolved_by, wait_ms"
-ERROR_COLS = "source, code, message"
+
+def _materialize(con) -> None:
+    """The views, their shared tables computed once, before sessions without a stored summary
+    are read through them (a workspace opened without views, or with plain ones)."""
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'temp' "
+                   "AND table_name = 'wr_events'").fetchone()[0]:
+        return
+    present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+    for name in sorted(MATERIALIZED):  # a view is not replaced by a table of its name
+        con.execute(f"DROP VIEW IF EXISTS {name}")
+    install_views(con, temp=True, materialize=True, protocols=present)
 
 
 def summarize(ws: Workspace, session_ids: list[str] | None = None,
@@ -64,18 +70,27 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
     con = ws.con
     w, p = _where(session_ids)
     step = progress or (lambda _name: None)
-    # The views are expensive to recompute for each question; one pass each into temp tables
-    # (a few hundred thousand rows at most, streamed text excluded) keeps the whole summary fast.
-    # History an agent re-sends (Wire `replay`, a reopened ACP session) happened in an earlier
-    # run: marked in the views, counted nowhere here.
-    live = f"{w}{' AND' if w else ' WHERE'} NOT history"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_turns AS SELECT {TURN_COLS} FROM turns{live}", p)
+    # One row per session, stored at load time (analysis.summary) or computed through the
+    # views when a file holds none: lists of the turns, tool calls, requests and errors that
+    # the summary reads, unnested here into small temp tables.
+    summary_tables(con, session_ids, materialize=lambda: _materialize(con))
+    step("summaries")
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE st_turns AS
+        SELECT t.session_id, n.name, t.* EXCLUDE (session_id)
+        FROM (SELECT session_id, unnest(turn_rows, recursive := true) FROM st_sum) t
+        LEFT JOIN (SELECT session_id, any_value(name) AS name FROM sessions GROUP BY ALL) n
+            ON n.session_id = t.session_id""")
     step("turns")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_tools AS SELECT {TOOL_COLS} FROM tool_calls{live}", p)
+    con.execute("CREATE OR REPLACE TEMP TABLE st_tools AS "
+                "SELECT unnest(tool_rows, recursive := true) FROM st_sum")
     step("tool calls")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_requests AS SELECT {REQUEST_COLS} FROM requests{live}", p)
+    con.execute("CREATE OR REPLACE TEMP TABLE st_requests AS "
+                "SELECT unnest(request_rows, recursive := true) FROM st_sum")
     step("requests")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE st_errors AS SELECT {ERROR_COLS} FROM errors{w}", p)
+    # (grouped as the errors table shows them: source, code, message, n)
+    con.execute("CREATE OR REPLACE TEMP TABLE st_errors AS "
+                "SELECT unnest(error_rows, recursive := true) FROM st_sum")
     step("errors")
 
     sess = con.execute(
@@ -150,12 +165,11 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
                            "p95_wait_ms", "max_wait_ms"], reqs))
 
     errs = con.execute(f"""
-        SELECT source, code,
-            CASE WHEN source = 'stderr' THEN '(agent stderr: see the errors view)'
-                 ELSE left(regexp_replace(coalesce(message, ''), '\\s+', ' ', 'g'), 60) END AS msg,
-            count(*) AS n
-        FROM st_errors GROUP BY ALL ORDER BY n DESC, source LIMIT {TOP_ERRORS}""").fetchall()
-    counts = con.execute("SELECT source, count(*) FROM st_errors GROUP BY 1 ORDER BY 2 DESC").fetchall()
+        SELECT source, code, message AS msg, sum(n)::BIGINT AS n
+        FROM st_errors GROUP BY ALL ORDER BY n DESC, source, code, msg
+        LIMIT {TOP_ERRORS}""").fetchall()
+    counts = con.execute("SELECT source, sum(n)::BIGINT FROM st_errors GROUP BY 1 "
+                         "ORDER BY 2 DESC, 1").fetchall()
     overview["errors"] = {k: v for k, v in counts}
     s.tables.append(Table("errors", ["source", "code", "message", "count"], errs))
     step("")

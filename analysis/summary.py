@@ -1,0 +1,222 @@
+"""Per-session summaries stored in the recording (`wr_session_summary`), derived data.
+
+Reading a summary of a million frames through the views costs a second (the shared events are
+materialised, then every view reads them); the same numbers computed once, when the loader has
+stored the session (`recorder.after_load`, entry point `session_summary`), cost milliseconds
+to read. One statement (`summary.sql`) computes them, both there and for any session that has no
+valid stored row when read (old files, files written by other tools, or by wire-redact, which
+builds a new file): what a reader gets does not depend on which path made it.
+
+A stored row is trusted only when it was written by this layout (`version`, which includes the
+views' version) and still describes the session's frames (their count and highest `seq`);
+otherwise it is ignored and the reader computes it. Readers never write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib.resources import files
+from typing import Any
+
+import duckdb
+
+from .views import VIEWS_VERSION, install_views
+
+TABLE = "wr_session_summary"
+# Bump when summary.sql changes what a row holds.
+SUMMARY_VERSION = "1"
+VERSION = f"{SUMMARY_VERSION}/views-{VIEWS_VERSION}"
+
+# What the scope table of summary.sql is called (a temp table of the connection running it).
+SCOPE = "wr_summary_scope"
+
+_sql: str | None = None
+
+
+def summary_sql() -> str:
+    """The statement: one row per session listed in the temp table `wr_summary_scope`."""
+    global _sql
+    if _sql is None:
+        _sql = files(__package__).joinpath("summary.sql").read_text(encoding="utf-8")
+    return _sql
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _ident(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _set_scope(con: duckdb.DuckDBPyConnection, session_ids: Iterable[str]) -> None:
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {SCOPE} (session_id VARCHAR)")
+    ids = list(session_ids)
+    if ids:
+        con.execute(f"INSERT INTO {SCOPE} SELECT unnest(?::VARCHAR[])", [ids])
+
+
+# -- write side (a recording opened for writing) ---------------------------------------------
+def write_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str] | None = None) -> int:
+    """Compute and store the summary of these sessions (default: all) in the database of `con`
+    (a `Store`'s connection). Works on a cursor of its own, so the temp views it needs vanish
+    with it and the caller's connection sees only the stored rows. Returns the rows stored."""
+    cur = con.cursor()
+    try:
+        db = _ident(cur.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        if session_ids is None:
+            session_ids = [r[0] for r in cur.execute(
+                f"SELECT DISTINCT session_id FROM {db}.main.sessions").fetchall()]
+        if not session_ids:
+            return 0
+        # The views read `frames` and `sessions`: temp views of only these sessions shadow the
+        # file's tables on this cursor, so a session costs its own frames whatever the file
+        # holds (constant filters: DuckDB skips the other sessions' row groups).
+        where = f"session_id IN ({', '.join(map(_q, session_ids))})"
+        cur.execute(f"CREATE OR REPLACE TEMP VIEW frames AS SELECT * FROM {db}.main.frames "
+                    f"WHERE {where}")
+        cur.execute(f"CREATE OR REPLACE TEMP VIEW sessions AS SELECT * FROM {db}.main.sessions "
+                    f"WHERE {where}")
+        protocols = {r[0] for r in cur.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+        install_views(cur, temp=True, materialize=True, protocols=protocols)
+        _set_scope(cur, session_ids)
+        cur.execute(f"CREATE OR REPLACE TEMP TABLE wr_new AS SELECT ?::VARCHAR AS version, * "
+                    f"FROM ({summary_sql()})", [VERSION])
+        target = f"{db}.main.{TABLE}"
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            if _layout(cur, db.strip('"').replace('""', '"')) == _temp_layout(cur):
+                cur.execute(f"DELETE FROM {target} WHERE session_id IN "
+                            f"(SELECT session_id FROM wr_new)")
+                cur.execute(f"INSERT INTO {target} SELECT * FROM wr_new")
+            else:  # none yet, or another wire-recorder's layout: derived data, made anew
+                cur.execute(f"DROP TABLE IF EXISTS {target}")
+                cur.execute(f"CREATE TABLE {target} AS SELECT * FROM wr_new")
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return len(session_ids)
+    finally:
+        cur.close()
+
+
+def after_load(store: Any, session_id: str) -> None:
+    """The `wire_recorder.after_load` hook: the loader has stored all of this session."""
+    write_summaries(store.con, [session_id])
+
+
+def _layout(con: duckdb.DuckDBPyConnection, catalog: str) -> list[tuple]:
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? "
+        "AND schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [catalog, TABLE]).fetchall()
+
+
+def _temp_layout(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = 'temp' "
+        "AND table_name = 'wr_new' ORDER BY column_index").fetchall()
+
+
+# -- read side -------------------------------------------------------------------------------
+def _catalog(con: duckdb.DuckDBPyConnection, catalog: str | None) -> str:
+    if catalog is not None:
+        return catalog
+    return con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+
+
+def has_table(con: duckdb.DuckDBPyConnection, catalog: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' "
+        "AND table_name = ?", [catalog, TABLE]).fetchone()[0])  # type: ignore[index]
+
+
+def valid_rows_sql(catalog: str) -> str:
+    """The stored rows of one attached recording that can be trusted: this layout, and still
+    the session's frames (count and highest seq). A table of another layout fails to bind:
+    callers treat that as no summary."""
+    c = _ident(catalog)
+    return (f"SELECT s.* FROM {c}.main.{TABLE} s "
+            f"LEFT JOIN (SELECT session_id, count(*) AS n, max(seq) AS m FROM {c}.main.frames "
+            f"GROUP BY session_id) f ON f.session_id = s.session_id "
+            f"WHERE s.version = {_q(VERSION)} AND s.frame_rows = coalesce(f.n, 0) "
+            f"AND s.max_seq IS NOT DISTINCT FROM f.m")
+
+
+INDEX_COLUMNS = ("session_id", "name", "protocol", "command", "started", "duration_s", "frames",
+                 "turns", "input_tokens", "output_tokens", "tool_calls", "errors", "tags")
+
+
+def read_summaries(con: duckdb.DuckDBPyConnection, catalog: str | None = None) -> list[dict] | None:
+    """Per session of one recording (`catalog`: its attached name; None: the connection's own
+    database), what an index row needs: INDEX_COLUMNS (`started` a TIMESTAMP, `frames` the
+    session's `frame_count`, `command` and `tags` the stored JSON text). None when the file has
+    no valid summary for every one of its sessions: the caller computes them (e.g. through the
+    views, or `compute_rows`)."""
+    cat = _catalog(con, catalog)
+    try:
+        if not has_table(con, cat):
+            return None
+        c = _ident(cat)
+        n_sessions = con.execute(
+            f"SELECT count(DISTINCT session_id) FROM {c}.main.sessions").fetchone()[0]  # type: ignore[index]
+        rows = con.execute(f"""
+            SELECT x.session_id, x.name, x.protocol, x.command, x.started_at,
+                epoch(x.ended_at) - epoch(x.started_at), x.frame_count, v.turns, v.input_tokens,
+                v.output_tokens, v.tool_calls, v.errors, x.tags
+            FROM ({valid_rows_sql(cat)}) v JOIN {c}.main.sessions x ON x.session_id = v.session_id
+            ORDER BY x.started_at, x.session_id""").fetchall()
+    except duckdb.Error:
+        return None  # a layout this version cannot read: as good as none
+    if len(rows) != n_sessions:
+        return None
+    return [dict(zip(INDEX_COLUMNS, r, strict=True)) for r in rows]
+
+
+def summary_tables(con: duckdb.DuckDBPyConnection, session_ids: list[str] | None,
+                   materialize: Any = None) -> None:
+    """Into temp table `st_sum` of a workspace connection: the summary row of every session in
+    scope (`session_ids`, default all): the stored one where an attached recording holds a valid
+    row, else computed through the views. materialize: called (once) before the views are read,
+    to compute their shared tables (a workspace opened without them)."""
+    if session_ids:
+        scope = list(dict.fromkeys(session_ids))
+    else:
+        scope = [r[0] for r in con.execute("SELECT DISTINCT session_id FROM sessions").fetchall()]
+    # a session whose rows come from several inputs is one session to the views: computed
+    dup = {r[0] for r in con.execute(
+        "SELECT session_id FROM sessions GROUP BY session_id HAVING count(*) > 1").fetchall()}
+    _set_scope(con, scope)
+    parts = []
+    for (cat,) in con.execute(
+            "SELECT database_name FROM duckdb_databases() WHERE NOT internal "
+            "AND path IS NOT NULL AND database_name NOT IN ('memory', 'temp', 'system') "
+            "ORDER BY database_name").fetchall():
+        if has_table(con, cat):
+            parts.append(valid_rows_sql(cat))
+    made = False  # st_sum takes the stored layout, or summary.sql's when nothing is stored
+    for part in parts:
+        rows = (f"SELECT * EXCLUDE (version) FROM ({part}) "
+                f"WHERE session_id IN (SELECT session_id FROM {SCOPE}) "
+                "AND NOT list_contains(?::VARCHAR[], session_id)")
+        try:
+            if not made:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE st_sum AS {rows}", [sorted(dup)])
+                made = True
+            else:
+                con.execute(f"INSERT INTO st_sum BY NAME {rows} "
+                            "AND session_id NOT IN (SELECT session_id FROM st_sum)", [sorted(dup)])
+        except duckdb.Error:
+            continue  # another layout: those sessions are computed below
+    missing = [sid for (sid,) in con.execute(
+        f"SELECT session_id FROM {SCOPE} EXCEPT SELECT session_id FROM st_sum").fetchall()
+    ] if made else scope
+    if missing:
+        if materialize is not None:
+            materialize()
+        _set_scope(con, missing)
+        if made:
+            con.execute(f"INSERT INTO st_sum BY NAME {summary_sql()}")
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE st_sum AS {summary_sql()}")
