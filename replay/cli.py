@@ -4,20 +4,24 @@
     wire-replay SESSION --serve [OPTIONS]                be the recorded agent for a client
 
 Errors and their exit codes are the shared ones (recorder.errors, through recorder.edge).
+
+typer (with click) is the parser of record: its app is built on first need, for help,
+completion, --version and every argument it takes that `fast_args` does not (each error
+message is typer's). `fast_args` reads the plain forms a test run uses (`SESSION [-q] [--opt
+VALUE | --opt=VALUE ...] -- AGENT`) to what typer would pass, and leaves everything else to
+typer: importing typer and parsing costs ~50 ms a run.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-
-import typer
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.handoff import exists_after_loaders
-from wire_recorder.recorder.helpstyle import help_text, make_app
 
 from .driver import ReplayOptions, ReplayProgress, gc_paused, replay_session
 from .normalize import IgnoreRule
@@ -25,23 +29,27 @@ from .options import Mode, OnUnmatched
 
 PROG = "wire-replay"
 
-HELP = help_text(
-    "Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests. "
-    "Agent under test (default): spawn AGENT_CMD (after --; the command stored in the "
-    "recording runs only with --recorded-command), send the recorded client frames in causal "
-    "order, answer the agent's requests with the recorded answers, and compare what the agent "
-    "sends with the recording. For kimi, its model is pinned to what the recording says it "
-    "answered (a scratch HOME and config made and removed here) unless --live-llm. "
-    "Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.",
-    ["wire-replay session.db -- kimi --wire",
-     "wire-replay session.db --session NAME --json -- kimi --wire",
-     "wire-replay acp.jsonl --cwd WORK -- kimi acp",
-     "wire-replay session.db --serve",
-     "wire-replay session.db --update -- kimi --wire"],
-    "For MCP, \"agent\" is the server (docs/protocols.md). Exit codes: 0 the run matches the "
-    "recording, 1 it diverged, 2 bad input, usage, or an agent that cannot start or dies "
-    "before answering. On a terminal, a replay running over 2 seconds shows a progress line on "
-    "stderr (turn, client frames sent, agent frames received), wiped before the report.")
+
+def _help() -> str:
+    from wire_recorder.recorder.helpstyle import help_text
+
+    return help_text(
+        "Replay a recorded session (Wire, ACP or MCP), deterministically, for regression tests. "
+        "Agent under test (default): spawn AGENT_CMD (after --; the command stored in the "
+        "recording runs only with --recorded-command), send the recorded client frames in causal "
+        "order, answer the agent's requests with the recorded answers, and compare what the agent "
+        "sends with the recording. For kimi, its model is pinned to what the recording says it "
+        "answered (a scratch HOME and config made and removed here) unless --live-llm. "
+        "Client under test (--serve): act as the recorded agent (MCP: server) on stdin/stdout.",
+        ["wire-replay session.db -- kimi --wire",
+         "wire-replay session.db --session NAME --json -- kimi --wire",
+         "wire-replay acp.jsonl --cwd WORK -- kimi acp",
+         "wire-replay session.db --serve",
+         "wire-replay session.db --update -- kimi --wire"],
+        "For MCP, \"agent\" is the server (docs/protocols.md). Exit codes: 0 the run matches the "
+        "recording, 1 it diverged, 2 bad input, usage, or an agent that cannot start or dies "
+        "before answering. On a terminal, a replay running over 2 seconds shows a progress line on "
+        "stderr (turn, client frames sent, agent frames received), wiped before the report.")
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
@@ -98,34 +106,139 @@ class ProgressLine:
             pass
 
 
-app = make_app()
+# What a run without an option gets: typer's defaults are these too (typer_app).
+DEFAULTS: dict[str, Any] = {
+    "agent": None, "session": None, "serve": False, "update": False, "output": None,
+    "match_on": None, "ignore": [], "no_default_ignores": False,
+    "on_unmatched": OnUnmatched.FAIL, "speed": 0.0, "frame_timeout": 30.0, "timeout": 600.0,
+    "recorded_command": False, "live_llm": False, "write_llm_script": None, "cwd": None,
+    "env": [], "origin": [], "report": None, "as_json": False, "quiet": False}
 
 
-@app.command(help=HELP)
-def command(
-    session_file: str = typer.Argument(..., metavar="SESSION", help="a .db written by wire-proxy, or a .jsonl transcript"),
-    agent: list[str] | None = typer.Argument(None, metavar="AGENT_CMD", help="after --: the agent to run", show_default=False),
-    session: str | None = typer.Option(None, "--session", "-s", help="session name or id (or a unique prefix) in a file holding several"),
-    serve: bool = typer.Option(False, "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
-    update: bool = typer.Option(False, "--update", help="re-record the session against the current agent and summarise what changed"),
-    output: str | None = typer.Option(None, "--output", "-o", help="with --update: write here instead of over SESSION"),
-    match_on: str | None = typer.Option(None, "--match-on", help="matchers, comma separated (default: the protocol's; Wire: method,type,approval,tool_call,question,hook,other; ACP and MCP: method,payload; '+,NAME' adds to it)"),
-    ignore: list[str] = typer.Option([], "--ignore", help="[TYPE:]dotted.path to ignore when comparing (repeatable; * and ** wildcards)"),
-    no_default_ignores: bool = typer.Option(False, "--no-default-ignores", help="compare the volatile fields too"),
-    on_unmatched: OnUnmatched = typer.Option(OnUnmatched.FAIL, "--on-unmatched", help="an agent request with no recorded match: stop the replay (fail), or answer it with a rejection (reject) or a JSON-RPC error (error) and go on"),
-    speed: float = typer.Option(0.0, "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
-    frame_timeout: float = typer.Option(30.0, "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds for the whole run"),
-    recorded_command: bool = typer.Option(False, "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
-    live_llm: bool = typer.Option(False, "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
-    write_llm_script: str | None = typer.Option(None, "--write-llm-script", help="write the pinned LLM's scripts (derived from the recording) to PATH", metavar="PATH"),
-    cwd: str | None = typer.Option(None, "--cwd", help="work dir for the agent (default: a fresh copy of the recorded snapshot if there is one, else the current dir; recorded cwd with --recorded-command)"),
-    env: list[str] = typer.Option([], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
-    origin: list[str] = typer.Option([], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
-    report: str | None = typer.Option(None, "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
-    as_json: bool = typer.Option(False, "--json", help="print the JSON report instead of text (stderr with --serve)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="only the verdict line"),
-) -> int:
+def typer_app(body: Callable[..., int] | None = None) -> Any:
+    """The typer app of wire-replay; `body` gets the parsed parameters (default:
+    `replay_command`)."""
+    import typer
+
+    from wire_recorder.recorder.helpstyle import make_app
+
+    call = replay_command if body is None else body
+    d = DEFAULTS
+    app = make_app()
+
+    @app.command(help=_help())
+    def command(
+        session_file: str = typer.Argument(..., metavar="SESSION", help="a .db written by wire-proxy, or a .jsonl transcript"),
+        agent: list[str] | None = typer.Argument(d["agent"], metavar="AGENT_CMD", help="after --: the agent to run", show_default=False),
+        session: str | None = typer.Option(d["session"], "--session", "-s", help="session name or id (or a unique prefix) in a file holding several"),
+        serve: bool = typer.Option(d["serve"], "--serve", help="act as the recorded agent on stdin/stdout (client under test)"),
+        update: bool = typer.Option(d["update"], "--update", help="re-record the session against the current agent and summarise what changed"),
+        output: str | None = typer.Option(d["output"], "--output", "-o", help="with --update: write here instead of over SESSION"),
+        match_on: str | None = typer.Option(d["match_on"], "--match-on", help="matchers, comma separated (default: the protocol's; Wire: method,type,approval,tool_call,question,hook,other; ACP and MCP: method,payload; '+,NAME' adds to it)"),
+        ignore: list[str] = typer.Option(d["ignore"], "--ignore", help="[TYPE:]dotted.path to ignore when comparing (repeatable; * and ** wildcards)"),
+        no_default_ignores: bool = typer.Option(d["no_default_ignores"], "--no-default-ignores", help="compare the volatile fields too"),
+        on_unmatched: OnUnmatched = typer.Option(d["on_unmatched"], "--on-unmatched", help="an agent request with no recorded match: stop the replay (fail), or answer it with a rejection (reject) or a JSON-RPC error (error) and go on"),
+        speed: float = typer.Option(d["speed"], "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
+        frame_timeout: float = typer.Option(d["frame_timeout"], "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
+        timeout: float = typer.Option(d["timeout"], "--timeout", help="seconds for the whole run"),
+        recorded_command: bool = typer.Option(d["recorded_command"], "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
+        live_llm: bool = typer.Option(d["live_llm"], "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
+        write_llm_script: str | None = typer.Option(d["write_llm_script"], "--write-llm-script", help="write the pinned LLM's scripts (derived from the recording) to PATH", metavar="PATH"),
+        cwd: str | None = typer.Option(d["cwd"], "--cwd", help="work dir for the agent (default: a fresh copy of the recorded snapshot if there is one, else the current dir; recorded cwd with --recorded-command)"),
+        env: list[str] = typer.Option(d["env"], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
+        origin: list[str] = typer.Option(d["origin"], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
+        report: str | None = typer.Option(d["report"], "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
+        as_json: bool = typer.Option(d["as_json"], "--json", help="print the JSON report instead of text (stderr with --serve)"),
+        quiet: bool = typer.Option(d["quiet"], "--quiet", "-q", help="only the verdict line"),
+    ) -> int:
+        given = locals()  # the parameters (and `call`, a free variable)
+        return call(**{k: given[k] for k in ("session_file", *DEFAULTS)})
+
+    return app
+
+
+# the options `fast_args` reads, by how they are written: flag, one value, repeatable value
+_FLAGS = {"--serve": "serve", "--update": "update", "--no-default-ignores": "no_default_ignores",
+          "--recorded-command": "recorded_command", "--live-llm": "live_llm", "--json": "as_json",
+          "--quiet": "quiet", "-q": "quiet"}
+_VALUES = {"--session": "session", "-s": "session", "--output": "output", "-o": "output",
+           "--match-on": "match_on", "--on-unmatched": "on_unmatched", "--speed": "speed",
+           "--frame-timeout": "frame_timeout", "--timeout": "timeout",
+           "--write-llm-script": "write_llm_script", "--cwd": "cwd", "--report": "report"}
+_LISTS = {"--ignore": "ignore", "--env": "env", "--origin": "origin"}
+_FLOATS = ("speed", "frame_timeout", "timeout")
+
+
+def fast_args(args: Sequence[str]) -> dict[str, Any] | None:
+    """The parameters typer would give `replay_command` for `args`, when written in the plain
+    forms; None for anything else (help, completion, --version, a short option glued to its
+    value, an option twice, a value starting with `-`, a number not written as digits[.digits],
+    an unknown choice, a second positional before `--`, ...): typer then parses them."""
+    if any(k.startswith(("_WIRE_REPLAY", "_TYPER")) for k in os.environ):
+        return None  # a shell's completion request
+    kw: dict[str, Any] = {}
+    lists: dict[str, list[str]] = {k: [] for k in _LISTS.values()}
+    session_file: str | None = None
+    agent: list[str] | None = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            agent = list(args[i + 1:])
+            break
+        if a.startswith("-") and a != "-":
+            name, eq, val = a.partition("=") if a.startswith("--") else (a, "", "")
+            if name in _FLAGS and not eq:
+                if _FLAGS[name] in kw:
+                    return None
+                kw[_FLAGS[name]] = True
+            elif name in _VALUES or name in _LISTS:
+                if not eq:
+                    i += 1
+                    if i >= len(args) or args[i].startswith("-"):
+                        return None
+                    val = args[i]
+                if name in _LISTS:
+                    lists[_LISTS[name]].append(val)
+                else:
+                    key = _VALUES[name]
+                    if key in kw:
+                        return None
+                    if key in _FLOATS:
+                        if not _decimal(val):
+                            return None
+                        kw[key] = float(val)
+                    elif key == "on_unmatched":
+                        if val not in {m.value for m in OnUnmatched}:
+                            return None
+                        kw[key] = OnUnmatched(val)
+                    else:
+                        kw[key] = val
+            else:
+                return None
+        elif session_file is None:
+            session_file = a
+        else:
+            return None
+        i += 1
+    if session_file is None:
+        return None
+    return {**DEFAULTS, **kw, **lists, "session_file": session_file, "agent": agent}
+
+
+def _decimal(text: str) -> bool:
+    head, dot, tail = text.partition(".")
+    return head.isascii() and head.isdigit() and (not dot or (tail.isascii() and tail.isdigit()))
+
+
+def replay_command(session_file: str, agent: list[str] | None, session: str | None,
+                   serve: bool, update: bool, output: str | None, match_on: str | None,
+                   ignore: list[str], no_default_ignores: bool, on_unmatched: OnUnmatched,
+                   speed: float, frame_timeout: float, timeout: float, recorded_command: bool,
+                   live_llm: bool, write_llm_script: str | None, cwd: str | None,
+                   env: list[str], origin: list[str], report: str | None, as_json: bool,
+                   quiet: bool) -> int:
+    """wire-replay with its arguments parsed (by typer or `fast_args`)."""
     agent = list(agent or [])
     if serve and (update or agent or recorded_command):
         raise UsageError("--serve plays the agent itself: no agent command, --recorded-command "
@@ -226,7 +339,14 @@ def _check_argv(argv: list[str]) -> None:
         raise UsageError("nothing after --", "give the agent command, e.g. -- kimi --wire")
 
 
-main = entry(app, PROG, check_argv=_check_argv)
+def _main(args: list[str]) -> int:
+    kw = fast_args(args)
+    if kw is None:  # typer's parser, help and messages
+        return entry(typer_app(), PROG)(args)
+    return replay_command(**kw)
+
+
+main = entry(_main, PROG, check_argv=_check_argv)
 
 if __name__ == "__main__":
     sys.exit(main())
