@@ -1,7 +1,7 @@
-"""The spool writer's queue: small chunks get their record header from the relay thread, big ones
-from the writer thread, and a bounded queue drops chunks. Whatever the mix, every record in the
-file checks, each stream keeps its order, and what is missing is counted exactly (in the
-writer, in the gap markers, in the relay's counters)."""
+"""The spool writer's queue: relay threads queue record headers and chunks of every size in one
+flat list the writer thread swaps out and writes, and a bounded queue drops chunks. Whatever
+the mix, every record in the file checks, each stream keeps its order, and what is missing is
+counted exactly (in the writer, in the gap markers, in the relay's counters)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from wire_recorder.recorder.spool import (
     A2C,
     C2A,
     EVENT,
-    SMALL_CHUNK,
     STREAM_NAMES,
     SpoolReader,
     SpoolWriter,
+    newlines,
     read_counters,
 )
 
-SIZES = (120, 2000, SMALL_CHUNK, SMALL_CHUNK + 1, 70_000)
+SIZES = (120, 2000, 8192, 8193, 70_000)
 
 
 def _chunks(stream: int, n: int) -> list[bytes]:
@@ -94,3 +94,10 @@ def test_a_queue_that_is_never_written_drops_all_past_its_bound_and_says_so(tmp_
     sent = {C2A: _chunks(C2A, 60), A2C: _chunks(A2C, 60)}
     _write(writer, sent)
     assert _check(path, writer, sent) > 0
+
+
+def test_newline_count_sparse_or_dense():
+    cases = [b"", b"\n", b"x" * 70_000, b"x" * 70_000 + b"\n", b"\n" * 9, b"a\nb\nc\n" * 5000,
+             b"\n".join(b"y" * k for k in range(40)), b"z\n" * 3 + b"q" * 10]
+    for data in cases:
+        assert newlines(data) == data.count(b"\n")
