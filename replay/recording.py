@@ -22,6 +22,7 @@ import orjson
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.classify import PAYLOAD_MAX, Classifier, classify
 from wire_recorder.recorder.errors import InputError, NotARecording, UserError
+from wire_recorder.recorder.handoff import exists_after_loaders
 from wire_recorder.recorder.model import Frame
 from wire_recorder.recorder.protocols.base import Adapter
 from wire_recorder.recorder.transcript import load_recording
@@ -116,6 +117,10 @@ class Recording:
     signals: list[tuple[int, float, str]] = field(default_factory=list)
 
     adapter: Adapter = WIRE
+    # the recorded work dir's manifest (recorder.workdir.Manifest or None), when it was read
+    # with the session: a .db is then opened once (each open checks its tables, ~50 ms)
+    manifest: Any = field(default=None, repr=False)
+    manifest_read: bool = False
 
     @property
     def protocol(self) -> str:
@@ -339,22 +344,44 @@ def build_recording(path: str, session: dict, frames) -> Recording:
     return rec
 
 
+def _load_db(path: str, session_id: str | None) -> tuple[dict, list[Frame], Any]:
+    """load_recording's reading of a .db, with the work dir's manifest read in the same open."""
+    from wire_recorder.recorder.store import open_store
+    from wire_recorder.recorder.workdir import read_stored
+
+    with open_store(path, read_only=True) as store:
+        session = store.session(session_id)
+        frames = store.frames(session["session_id"])
+        try:
+            manifest = read_stored(store, session)
+        except UserError:  # as replay.workdir.load_manifest had it: no manifest
+            manifest = None
+    return session, frames, manifest
+
+
 def load(path: str | os.PathLike, session_id: str | None = None) -> Recording:
     """Load one session from a .db or a .jsonl transcript. Raises UserError subclasses."""
     path = os.fspath(path)
-    if not os.path.exists(path):
+    if not exists_after_loaders(path):  # (a loader may be creating it)
         raise NotARecording(f"{path}: no such file", "give a .db written by wire-proxy or a "
                                                         ".jsonl transcript")
     if os.path.isdir(path):
         raise NotARecording(f"{path} is a directory, not a recording")
+    manifest: Any = None
+    read = False
     try:
-        session, frames = load_recording(path, session_id)
+        if path.endswith(".jsonl"):
+            session, frames = load_recording(path, session_id)
+        else:
+            session, frames, manifest = _load_db(path, session_id)
+            read = True
     except UserError:
         raise
     except Exception as e:  # duckdb internals on a damaged file: one line, no traceback
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise NotARecording(f"cannot read {path}: {first}") from None
     rec = build_recording(path, session, frames)
+    rec.manifest, rec.manifest_read = manifest, read
     if not rec.msgs:
         raise InputError(f"session {rec.session_id} in {path} has no client or agent frames",
                                "nothing to replay")

@@ -70,6 +70,8 @@ def load_manifest(rec: Recording) -> Manifest | None:
     """The recorded work dir's manifest: from the transcript's header (read with the
     recording) or the .db (opened read-only); None when the recording has none."""
     session = rec.session
+    if rec.manifest_read:
+        return rec.manifest
     if FILES_KEY in session or str(rec.path).endswith(".jsonl"):
         return session_manifest(session)
     from wire_recorder.recorder.store import open_store
