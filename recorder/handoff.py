@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 from .errors import DBLocked
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
 
 WAIT_LIMIT_S = 60.0
 NOTE_AFTER_S = 1.0
@@ -142,3 +147,60 @@ def notes_log() -> str:
     from .paths import data_dir
 
     return os.path.join(data_dir(), NOTES_LOG_NAME)
+
+
+class LoaderNotes(threading.Thread):
+    """In the proxy: relays its loader's notes (a pipe) to its stderr while it runs and follows
+    whether the loader says the DB is held by another process (for `--wait`)."""
+
+    def __init__(self, fd: int, held_grace: float):
+        super().__init__(name="loader-notes", daemon=True)
+        self.fd = fd
+        self.held_grace = held_grace
+        self.held_since: float | None = None
+        self.stored = False  # the loader's session is complete in the DB
+        self.changed = threading.Event()
+
+    def run(self) -> None:
+        buf = b""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            *lines, buf = (buf + data).split(b"\n")
+            for line in lines:
+                if line == b"held":
+                    if self.held_since is None:
+                        self.held_since = time.monotonic()
+                elif line == b"free":
+                    self.held_since = None
+                elif line == b"stored":
+                    self.stored = True
+                else:
+                    try:
+                        os.write(2, line + b"\n")
+                    except OSError:
+                        pass
+            self.changed.set()
+        self.changed.set()
+
+    def wait_for(self, loader: subprocess.Popen[bytes], timeout: float) -> str:
+        """'done' when the loader exited, 'held' when it waited for the DB for held_grace s,
+        'timeout' otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.stored or loader.poll() is not None:
+                return "done"
+            now = time.monotonic()
+            held = self.held_since
+            if held is not None and now - held >= self.held_grace:
+                return "held"
+            if now >= deadline:
+                return "timeout"
+            until = deadline if held is None else min(deadline, held + self.held_grace)
+            # its pipe closes when it exits: the wake-up comes from there, not from a poll
+            self.changed.wait(max(0.0, min(until - now, 0.005 if not self.is_alive() else 5.0)))
+            self.changed.clear()

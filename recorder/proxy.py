@@ -9,10 +9,7 @@ imported first delays every IDE start by its import time.
 from __future__ import annotations
 
 import os
-import select
-import signal
 import sys
-import threading
 import time
 
 from . import __version__
@@ -20,13 +17,23 @@ from .edge import PROXY, say
 from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 
+try:
+    # the C module: `signal` builds its IntEnums when imported (with `threading` and `select`,
+    # ~1.5 ms measured here), which waits until the agent is spawned (_import_after_spawn)
+    import _signal as _sig
+except ImportError:  # not CPython
+    import signal as _sig
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import select
+    import signal
     import subprocess
+    import threading
 
     from .spool import SpoolWriter
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED_SIGNALS = (_sig.SIGINT, _sig.SIGTERM, _sig.SIGHUP)
 PUMP_DRAIN_AFTER_EXIT_S = 2.0
 # A client that hangs up (closes the proxy's stdout) ends the session: the agent's stdin is
 # closed at once, SIGTERM goes to its process group after HANGUP_TERM_S if it still runs, SIGKILL
@@ -175,62 +182,6 @@ def _spool_hold(spool_path: str) -> int | None:
     return fd
 
 
-class _LoaderNotes(threading.Thread):
-    """Relays the loader's notes to our stderr while we run and follows whether it says the DB
-    is held by another process."""
-
-    def __init__(self, fd: int):
-        super().__init__(name="loader-notes", daemon=True)
-        self.fd = fd
-        self.held_since: float | None = None
-        self.stored = False  # the loader's session is complete in the DB
-        self.changed = threading.Event()
-
-    def run(self) -> None:
-        buf = b""
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            *lines, buf = (buf + data).split(b"\n")
-            for line in lines:
-                if line == b"held":
-                    if self.held_since is None:
-                        self.held_since = time.monotonic()
-                elif line == b"free":
-                    self.held_since = None
-                elif line == b"stored":
-                    self.stored = True
-                else:
-                    try:
-                        os.write(2, line + b"\n")
-                    except OSError:
-                        pass
-            self.changed.set()
-        self.changed.set()
-
-    def wait_for(self, loader: subprocess.Popen, timeout: float) -> str:
-        """'done' when the loader exited, 'held' when it waited for the DB for HELD_GRACE_S,
-        'timeout' otherwise."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.stored or loader.poll() is not None:
-                return "done"
-            now = time.monotonic()
-            held = self.held_since
-            if held is not None and now - held >= HELD_GRACE_S:
-                return "held"
-            if now >= deadline:
-                return "timeout"
-            until = deadline if held is None else min(deadline, held + HELD_GRACE_S)
-            # its pipe closes when it exits: the wake-up comes from there, not from a poll
-            self.changed.wait(max(0.0, min(until - now, 0.005 if not self.is_alive() else 5.0)))
-            self.changed.clear()
-
-
 class _signals_for_main_thread_only:
     """Threads started inside block the forwarded signals (a new thread inherits its creator's
     mask), so the kernel can only deliver them to the main thread. A signal delivered to a pump
@@ -270,7 +221,7 @@ class _Agent:
                 # Its own process group: signals reach it once, forwarded by us, never twice.
                 setpgroup=0,
                 # what Python ignores for itself, the agent gets by default (as subprocess does)
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                setsigdef=(_sig.SIGPIPE, _sig.SIGXFSZ),
             )
         except BaseException:
             for fd in fds:
@@ -355,6 +306,14 @@ def _wait_for_exit(proc: _Agent | subprocess.Popen) -> int:
             os.close(fd)
 
 
+def _import_after_spawn() -> None:
+    """What the relay needs once the agent runs, imported then (see _sig)."""
+    global select, signal, threading
+    import select
+    import signal
+    import threading
+
+
 def run_proxy(opts: ProxyOptions) -> int:
     if not opts.command:
         raise UsageError("no agent command given", f"usage: {PROXY} [OPTIONS] -- CMD [ARGS...]")
@@ -371,6 +330,8 @@ def run_proxy(opts: ProxyOptions) -> int:
                         "check the command after --") from None
     # From here on the agent runs; what it writes waits in its pipes until the pumps start, and
     # nothing is relayed before the spool is there to record it.
+    _import_after_spawn()
+    from .handoff import LoaderNotes
     from .relay import Pump
     from .spool import A2C, C2A, C2A_LATE, STDERR
 
@@ -496,7 +457,7 @@ def run_proxy(opts: ProxyOptions) -> int:
     # The loader (a second interpreter) starts once the relay runs: the client's first frames
     # do not wait for its fork, and it reads the spool from the start whenever it comes.
     loader, notes_fd = _start_loader(writer.path, note) if writer is not None else (None, None)
-    notes = _LoaderNotes(notes_fd) if notes_fd is not None else None
+    notes = LoaderNotes(notes_fd, HELD_GRACE_S) if notes_fd is not None else None
     if notes is not None:
         with _signals_for_main_thread_only():
             notes.start()
