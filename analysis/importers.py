@@ -197,6 +197,7 @@ def import_files(paths: list[str], db: str, replace: bool = False,
     UserError naming it; sessions imported before it stay. What is stored is redacted like a
     proxy recording (one Redactor, so one set of placeholders, per file) unless `redact` is
     False."""
+    from .summary import store_summaries
     from .views import store_views
 
     results: list[dict] = []
@@ -224,6 +225,8 @@ def import_files(paths: list[str], db: str, replace: bool = False,
                                 "other_rows": len(frames) - messages, "source": source})
                 if progress:
                     progress(path, os.path.getsize(path))
+            # what the loader's after-load step stores for a recorded session
+            store_summaries(store.con, [r["session_id"] for r in results])
     except BaseException:
         if created:
             for leftover in (db, db + ".wal", db + ".blobs"):

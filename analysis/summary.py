@@ -14,6 +14,7 @@ otherwise it is ignored and the reader computes it. Readers never write.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
@@ -26,6 +27,25 @@ TABLE = "wr_session_summary"
 # Bump when summary.sql changes what a row holds.
 SUMMARY_VERSION = "1"
 VERSION = f"{SUMMARY_VERSION}/views-{VIEWS_VERSION}"
+
+# The stored table's columns and types: a reader takes rows only from a table of exactly these
+# (tests/test_summary.py checks that summary.sql makes them).
+LAYOUT = [
+    ("version", "VARCHAR"), ("session_id", "VARCHAR"), ("frame_rows", "BIGINT"),
+    ("max_seq", "BIGINT"), ("turns", "BIGINT"), ("steps", "BIGINT"), ("input_tokens", "BIGINT"),
+    ("output_tokens", "BIGINT"), ("total_tokens", "BIGINT"), ("tool_calls", "BIGINT"),
+    ("requests", "BIGINT"), ("errors", "BIGINT"),
+    ("turn_rows", "STRUCT(protocol VARCHAR, turn INTEGER, status VARCHAR, steps BIGINT, "
+                  "input_other BIGINT, input_cache_read BIGINT, input_cache_creation BIGINT, "
+                  "output BIGINT, total_tokens BIGINT, subagent_tokens BIGINT, "
+                  "user_input VARCHAR)[]"),
+    ("tool_rows", "STRUCT(protocol VARCHAR, tool_name VARCHAR, is_error BOOLEAN, "
+                  "duration_ms DOUBLE, agent_id VARCHAR, input_rounds BIGINT, "
+                  "input_wait_ms DOUBLE)[]"),
+    ("request_rows", 'STRUCT(protocol VARCHAR, "type" VARCHAR, via VARCHAR, outcome VARCHAR, '
+                     "resolved_by VARCHAR, wait_ms DOUBLE)[]"),
+    ("error_rows", 'STRUCT("source" VARCHAR, code INTEGER, message VARCHAR, n BIGINT)[]'),
+]
 
 # What the scope table of summary.sql is called (a temp table of the connection running it).
 SCOPE = "wr_summary_scope"
@@ -56,36 +76,43 @@ def _set_scope(con: duckdb.DuckDBPyConnection, session_ids: Iterable[str]) -> No
         con.execute(f"INSERT INTO {SCOPE} SELECT unnest(?::VARCHAR[])", [ids])
 
 
+def _compute(cur: duckdb.DuckDBPyConnection, frames_from: str, sessions_from: str,
+             session_ids: list[str], into: str) -> None:
+    """Run summary.sql over these sessions on `cur`, a cursor of its own (temp objects are per
+    connection, so the ones made here vanish with it), into `into` ("TEMP TABLE x"). The views read
+    `frames` and `sessions`: temp views of only these sessions shadow any others on this
+    cursor, so the cost is these sessions' frames whatever else the file or workspace holds
+    (constant filters: DuckDB skips the other sessions' row groups)."""
+    where = f"session_id IN ({', '.join(map(_q, session_ids))})"
+    cur.execute(f"CREATE OR REPLACE TEMP VIEW frames AS SELECT * FROM {frames_from} WHERE {where}")
+    cur.execute(f"CREATE OR REPLACE TEMP VIEW sessions AS SELECT * FROM {sessions_from} "
+                f"WHERE {where}")
+    protocols = {r[0] for r in cur.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+    install_views(cur, temp=True, materialize=True, protocols=protocols)
+    _set_scope(cur, session_ids)
+    cur.execute(f"CREATE OR REPLACE {into} AS SELECT ?::VARCHAR AS version, * "
+                f"FROM ({summary_sql()})", [VERSION])
+
+
 # -- write side (a recording opened for writing) ---------------------------------------------
 def write_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str] | None = None) -> int:
     """Compute and store the summary of these sessions (default: all) in the database of `con`
-    (a `Store`'s connection). Works on a cursor of its own, so the temp views it needs vanish
-    with it and the caller's connection sees only the stored rows. Returns the rows stored."""
+    (a `Store`'s connection), on a cursor of its own: the caller's connection sees only the
+    stored rows. Returns the rows stored."""
     cur = con.cursor()
     try:
-        db = _ident(cur.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        name = cur.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        db = _ident(name)
         if session_ids is None:
             session_ids = [r[0] for r in cur.execute(
                 f"SELECT DISTINCT session_id FROM {db}.main.sessions").fetchall()]
         if not session_ids:
             return 0
-        # The views read `frames` and `sessions`: temp views of only these sessions shadow the
-        # file's tables on this cursor, so a session costs its own frames whatever the file
-        # holds (constant filters: DuckDB skips the other sessions' row groups).
-        where = f"session_id IN ({', '.join(map(_q, session_ids))})"
-        cur.execute(f"CREATE OR REPLACE TEMP VIEW frames AS SELECT * FROM {db}.main.frames "
-                    f"WHERE {where}")
-        cur.execute(f"CREATE OR REPLACE TEMP VIEW sessions AS SELECT * FROM {db}.main.sessions "
-                    f"WHERE {where}")
-        protocols = {r[0] for r in cur.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
-        install_views(cur, temp=True, materialize=True, protocols=protocols)
-        _set_scope(cur, session_ids)
-        cur.execute(f"CREATE OR REPLACE TEMP TABLE wr_new AS SELECT ?::VARCHAR AS version, * "
-                    f"FROM ({summary_sql()})", [VERSION])
+        _compute(cur, f"{db}.main.frames", f"{db}.main.sessions", session_ids, "TEMP TABLE wr_new")
         target = f"{db}.main.{TABLE}"
         cur.execute("BEGIN TRANSACTION")
         try:
-            if _layout(cur, db.strip('"').replace('""', '"')) == _temp_layout(cur):
+            if _layout(cur, name) == _temp_layout(cur):
                 cur.execute(f"DELETE FROM {target} WHERE session_id IN "
                             f"(SELECT session_id FROM wr_new)")
                 cur.execute(f"INSERT INTO {target} SELECT * FROM wr_new")
@@ -101,9 +128,34 @@ def write_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str] | Non
         cur.close()
 
 
+# Below this many rows (frames, stderr lines, proxy events) a session's summary is not stored:
+# the hook's cost is mostly DuckDB binding the views (~0.13 s CPU whatever the size), more than
+# a reader pays computing a small session with the others it reads.
+MIN_STORED_ROWS = 128
+
+
+def store_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> int:
+    """Store the summaries of those of these sessions that have MIN_STORED_ROWS rows or more
+    (`WIRE_SUMMARY_MIN_ROWS` overrides it: tests lower it), in one pass. Returns the rows
+    stored."""
+    least = int(os.environ.get("WIRE_SUMMARY_MIN_ROWS", MIN_STORED_ROWS))
+    if not session_ids:
+        return 0
+    big = [r[0] for r in con.execute(
+        "SELECT session_id FROM frames WHERE list_contains(?, session_id) GROUP BY session_id "
+        "HAVING count(*) >= ?", [session_ids, least]).fetchall()]
+    if least <= 0:  # sessions without a frame too
+        big = list(dict.fromkeys(session_ids))
+    small = sorted(set(session_ids) - set(big))
+    if small and _layout(con, _catalog(con, None)):
+        # a session stored anew (wire-import --replace) loses a row that no longer holds
+        con.execute(f"DELETE FROM {TABLE} WHERE list_contains(?, session_id)", [small])
+    return write_summaries(con, big) if big else 0
+
+
 def after_load(store: Any, session_id: str) -> None:
     """The `wire_recorder.after_load` hook: the loader has stored all of this session."""
-    write_summaries(store.con, [session_id])
+    store_summaries(store.con, [session_id])
 
 
 def _layout(con: duckdb.DuckDBPyConnection, catalog: str) -> list[tuple]:
@@ -127,9 +179,9 @@ def _catalog(con: duckdb.DuckDBPyConnection, catalog: str | None) -> str:
 
 
 def has_table(con: duckdb.DuckDBPyConnection, catalog: str) -> bool:
-    return bool(con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' "
-        "AND table_name = ?", [catalog, TABLE]).fetchone()[0])  # type: ignore[index]
+    """The recording holds a summary table of this version's layout (another layout, whoever
+    wrote it, is not read: its sessions are computed)."""
+    return [tuple(r) for r in _layout(con, catalog)] == [tuple(c) for c in LAYOUT]
 
 
 def valid_rows_sql(catalog: str) -> str:
@@ -174,6 +226,11 @@ def read_summaries(con: duckdb.DuckDBPyConnection, catalog: str | None = None) -
     return [dict(zip(INDEX_COLUMNS, r, strict=True)) for r in rows]
 
 
+# Missing sessions of at most this many frames (sessions.frame_count) in all are computed alone
+# when others have stored summaries; more, and the workspace's views are materialised whole.
+SCOPED_ROWS = 100_000
+
+
 def summary_tables(con: duckdb.DuckDBPyConnection, session_ids: list[str] | None,
                    materialize: Any = None) -> None:
     """Into temp table `st_sum` of a workspace connection: the summary row of every session in
@@ -212,11 +269,33 @@ def summary_tables(con: duckdb.DuckDBPyConnection, session_ids: list[str] | None
     missing = [sid for (sid,) in con.execute(
         f"SELECT session_id FROM {SCOPE} EXCEPT SELECT session_id FROM st_sum").fetchall()
     ] if made else scope
-    if missing:
-        if materialize is not None:
-            materialize()
+    if not missing:
+        return
+    n_rows = con.execute("SELECT sum(frame_count) FROM sessions WHERE list_contains(?, session_id)",
+                         [missing]).fetchone()[0] or 0  # type: ignore[index]
+    if made and n_rows <= SCOPED_ROWS:
+        # a few small sessions beside stored ones: their frames copied once, computed on a
+        # cursor whose `frames` are only theirs (the whole workspace's are not materialised)
         _set_scope(con, missing)
-        if made:
-            con.execute(f"INSERT INTO st_sum BY NAME {summary_sql()}")
-        else:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE st_sum AS {summary_sql()}")
+        con.execute("CREATE OR REPLACE TABLE memory.main.wr_scope_frames AS SELECT * FROM frames "
+                    f"WHERE session_id IN (SELECT session_id FROM {SCOPE})")
+        con.execute("CREATE OR REPLACE TABLE memory.main.wr_scope_sessions AS SELECT * FROM "
+                    f"sessions WHERE session_id IN (SELECT session_id FROM {SCOPE})")
+        cur = con.cursor()
+        try:
+            _compute(cur, "memory.main.wr_scope_frames", "memory.main.wr_scope_sessions",
+                     missing, "TABLE memory.main.wr_scope_sum")
+        finally:
+            cur.close()
+        con.execute("INSERT INTO st_sum BY NAME SELECT * EXCLUDE (version) "
+                    "FROM memory.main.wr_scope_sum")
+        for t in ("wr_scope_frames", "wr_scope_sessions", "wr_scope_sum"):
+            con.execute(f"DROP TABLE memory.main.{t}")
+        return
+    if materialize is not None:
+        materialize()
+    _set_scope(con, missing)
+    if made:
+        con.execute(f"INSERT INTO st_sum BY NAME {summary_sql()}")
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE st_sum AS {summary_sql()}")

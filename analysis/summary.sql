@@ -50,10 +50,10 @@ WITH fr AS (
     FROM er_grouped GROUP BY session_id
 )
 SELECT s.session_id, coalesce(fr.frame_rows, 0) AS frame_rows, fr.max_seq,
-    coalesce(tu.turns, 0) AS turns, coalesce(tu.steps, 0) AS steps,
-    coalesce(tu.input_tokens, 0) AS input_tokens, coalesce(tu.output_tokens, 0) AS output_tokens,
-    coalesce(tu.total_tokens, 0) AS total_tokens, coalesce(tc.tool_calls, 0) AS tool_calls,
-    coalesce(rq.requests, 0) AS requests, coalesce(er.errors, 0) AS errors,
+    coalesce(tu.turns, 0) AS turns, coalesce(tu.steps, 0)::BIGINT AS steps,
+    coalesce(tu.input_tokens, 0)::BIGINT AS input_tokens, coalesce(tu.output_tokens, 0)::BIGINT AS output_tokens,
+    coalesce(tu.total_tokens, 0)::BIGINT AS total_tokens, coalesce(tc.tool_calls, 0) AS tool_calls,
+    coalesce(rq.requests, 0) AS requests, coalesce(er.errors, 0)::BIGINT AS errors,
     tu.turn_rows, tc.tool_rows, rq.request_rows, er.error_rows
 FROM (SELECT DISTINCT session_id FROM wr_summary_scope) s
 LEFT JOIN fr ON fr.session_id = s.session_id
