@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import xml.etree.ElementTree as ET
 from typing import Any
 
 import orjson
@@ -183,6 +182,8 @@ def render_json(r: ReplayResult) -> bytes:
 
 
 def render_junit(results: list[ReplayResult]) -> bytes:
+    import xml.etree.ElementTree as ET  # only for a JUnit report
+
     suite = ET.Element("testsuite", name="wire-replay", tests=str(len(results)),
                        failures=str(sum(not r.ok for r in results)), errors="0",
                        time=f"{sum(r.duration_s for r in results):.3f}")

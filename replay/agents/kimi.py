@@ -33,10 +33,10 @@ from wire_recorder.recorder.errors import InputError, OutputError
 
 from ..normalize import WorkDirRewrite
 from . import LlmPin
-from .llm_server import LoopbackModel
 
 if TYPE_CHECKING:
     from ..recording import Recording
+    from .llm_server import LoopbackModel
 
 SERVER_NAMES = frozenset({"Kimi Code CLI"})
 PROGRAMS = frozenset({"kimi", "kimi-cli"})
@@ -670,6 +670,10 @@ class KimiPin(LlmPin):
         else:
             self._scripts, self._answers = [], said
             if self.server is None:
+                # http.server, imported here: every replay of a Wire session imports this
+                # module to ask `recognises`, most of them never serve a model
+                from .llm_server import LoopbackModel
+
                 self.server = LoopbackModel(lambda n: EXHAUSTED.format(n=n))
             served = (self.server.start(), self.server.key)
             self.server.serve(self._answers)
