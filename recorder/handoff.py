@@ -36,8 +36,11 @@ NOTES_LOG_ENV = "WIRE_PROXY_LOADER_LOG"
 NOTES_LOG_NAME = "loader.log"
 
 # folder -> (its mtime, spool names in it): a reader attaching thousands of files of one folder
-# lists it once, not once a file (creating or deleting a spool changes the folder's mtime)
+# lists it once, not once a file (creating or deleting a spool changes the folder's mtime). A
+# folder changed in the last LISTING_FRESH_NS is listed again: its mtime has the kernel's coarse
+# clock, so a spool made within the same tick as the listing would leave it unchanged.
 _listings: dict[str, tuple[int, list[str]]] = {}
+LISTING_FRESH_NS = 2_000_000_000
 
 
 def _spools_in(folder: str) -> list[str]:
@@ -46,7 +49,7 @@ def _spools_in(folder: str) -> list[str]:
     except OSError:
         return []
     cached = _listings.get(folder)
-    if cached is not None and cached[0] == mtime:
+    if cached is not None and cached[0] == mtime and time.time_ns() - mtime > LISTING_FRESH_NS:
         return cached[1]
     try:
         names = [n for n in os.listdir(folder) if n.endswith(SPOOL_SUFFIX)]

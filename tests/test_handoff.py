@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 
-from tests.harness.proxy import BIN, WIRE_PROXY, echo_agent_cmd, split_frames, stream_of
+from tests.harness.proxy import BIN, WIRE_PROXY, db_rows, echo_agent_cmd, split_frames
 
 HOOK = r'''
 import os, time
@@ -31,6 +31,7 @@ def hold(store, session_id):
 CLIENT = b"".join(
     b'{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"n":"%s"}}\n' % (i, b"x" * (i % 300))
     for i in range(3000)) + b"\xff\xfe not utf-8\n" + b'{"a":1}\r\n' + b"[1,2]\n" + b"tail"
+SECOND = b'{"jsonrpc":"2.0","id":1,"method":"second"}\n' * 3
 
 
 def _hook_dir(tmp_path):
@@ -72,17 +73,23 @@ def test_recording_is_complete_and_byte_exact_after_a_proxy_that_exited_before_i
     assert short.returncode == 2 and short.stdout == b""
     (line,) = short.stderr.decode().splitlines()
     assert f"the loader is still storing session {pending[0]}" in line
+    # the next session on the same file, while the first is still being stored: its loader
+    # waits for the first one and records into the same file, not a sibling
+    second = subprocess.run([WIRE_PROXY, "-q", "--db", db, "--", *echo_agent_cmd()],
+                            input=SECOND, capture_output=True, env=env, timeout=120)
+    assert second.returncode == 0 and second.stdout == SECOND, second.stderr
+    assert len(handed_over(db)) == 2
     reader = subprocess.Popen(
         [str(BIN / "wire-query"), db, "SELECT direction, count(*) FROM frames WHERE direction "
          "IN ('c2a', 'a2c') GROUP BY 1 ORDER BY 1", "--format", "csv"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         note = reader.stderr.readline().decode()
-        assert f"waiting for the loader to finish storing session {pending[0]}" in note
+        assert "waiting for the loader to finish storing session" in note
         assert reader.poll() is None  # still waiting: the loader is still held
 
         # the loader is out of reach of the terminal's signals to the proxy's job
-        pid, pgid, sid = map(int, pidfile.read_text().split())
+        pid, pgid, sid = map(int, pidfile.read_text().split()[:3])
         assert pgid != proxy.pid and sid not in (proxy.pid, os.getsid(0))
         for sig in (signal.SIGHUP, signal.SIGINT):
             os.kill(pid, sig)
@@ -94,14 +101,31 @@ def test_recording_is_complete_and_byte_exact_after_a_proxy_that_exited_before_i
         if reader.poll() is None:
             reader.kill()
     assert reader.returncode == 0, err
-    n = len(split_frames(CLIENT))
+    n = len(split_frames(CLIENT)) + 3
     assert out.decode().split() == ["direction,count_star()", f"a2c,{n}", f"c2a,{n}"]
-    # complete and byte-exact, the spool gone
-    assert stream_of(db, "c2a") == CLIENT and stream_of(db, "a2c") == CLIENT
-    assert handed_over(db) == [] and not os.path.exists(pending[1])
+    # complete and byte-exact, the spools gone, both sessions in the one file
+    streams = _streams(db)
+    assert streams[pending[0]] == {"c2a": CLIENT, "a2c": CLIENT}
+    assert {"c2a": SECOND, "a2c": SECOND} in streams.values()
+    assert len(streams) == 2 and sorted(os.listdir(tmp_path)) == [
+        "go", "home", "hook", "loader.pid", "s.db"]
     # the failing after-load step's note, written once the proxy was gone, is in the log
     log = (home / "loader.log").read_text()
     assert f"[pid {pid}] wire-proxy: session {pending[0]}: after-load step 'hold' failed" in log
+
+
+def _streams(db: str) -> dict[str, dict[str, bytes]]:
+    """session id -> direction -> the bytes its frames make, blobs resolved."""
+    from wire_recorder.recorder.model import COLUMNS, Frame
+    from wire_recorder.recorder.store import resolve_blobs
+
+    rows = db_rows(db, f"SELECT {', '.join(COLUMNS)} FROM frames WHERE direction IN "
+                       "('c2a', 'a2c') ORDER BY session_id, seq")
+    out: dict[str, dict[str, bytes]] = {}
+    for f in resolve_blobs([Frame(*r) for r in rows], db):
+        per = out.setdefault(f.session_id, {"c2a": b"", "a2c": b""})
+        per[f.direction] += bytes(f.raw) + (b"\n" if f.newline else b"")
+    return out
 
 
 def test_wait_option_keeps_the_old_contract(tmp_path):
