@@ -233,7 +233,7 @@ def test_cli_manners(tmp_path):
 def test_the_index_cache_reads_only_changed_files(tmp_path, monkeypatch):
     """A second index build (a new wire-ui start) opens no unchanged file; a changed one is
     read again; a corrupt cache is discarded and everything is read."""
-    from wire_recorder.analysis import sources
+    from wire_recorder.analysis.ui import coldindex
     from wire_recorder.analysis.ui.data import Catalog
     from wire_recorder.recorder.store import open_store
 
@@ -246,14 +246,15 @@ def test_the_index_cache_reads_only_changed_files(tmp_path, monkeypatch):
     assert imp.returncode == 0, imp.stderr
     for n in "bc":
         shutil.copy(first, folder / f"{n}.db")
-    opened: list[str] = []
-    real = sources.open_workspace
+    opened: list[str] = []  # files whose rows were read (the search text pass is apart)
+    real = coldindex.read_files
 
-    def counting(specs, *a, **kw):
-        opened.extend(os.path.basename(str(s)) for s in specs)
-        return real(specs, *a, **kw)
+    def counting(paths, what="rows"):
+        if what == "rows":
+            opened.extend(os.path.basename(str(s)) for s in paths)
+        return real(paths, what)
 
-    monkeypatch.setattr(sources, "open_workspace", counting)
+    monkeypatch.setattr(coldindex, "read_files", counting)
     cache = tmp_path / "cache" / "ui-index.json"
 
     def build() -> Catalog:
@@ -276,7 +277,7 @@ def test_the_index_cache_reads_only_changed_files(tmp_path, monkeypatch):
     changed = build()
     assert opened == ["b.db"] and changed.files_read == 1
     assert "added later" in {r["name"] for r in changed.rows} and len(changed.rows) == 4
-    cache.write_bytes(b'{"format": "wire-ui index cache 1", "files": {"x": 1}}')
+    cache.write_bytes(b'{"format": "wire-ui index cache 2", "files": {"x": 1}}')
     assert len(build().rows) == 4 and sorted(opened) == ["a.db", "b.db", "c.db"]
 
 
@@ -296,3 +297,65 @@ def test_a_folder_whose_only_session_is_still_being_recorded(tmp_path):
     empty.mkdir()
     cat = Catalog([str(empty)], cache=None)
     assert cat._paths() == [] and "without recordings" in cat.problems[0]
+
+
+def test_batch_index_rows_stored_or_computed_agree_and_hostile_files_are_refused(tmp_path):
+    """The cold index reads files a batch at a time (one catalog check for the batch): a file's
+    stored summary and the views give the same row; a file whose frames or sessions is a view
+    or a macro is refused before anything of it is read, the batch's good files are still read;
+    the search text comes in its own pass; the worker process returns what this process does."""
+    import duckdb
+
+    from wire_recorder.analysis.summary import write_summaries
+    from wire_recorder.analysis.ui import coldindex
+    from wire_recorder.recorder.store import open_store
+
+    plain = tmp_path / "plain.db"
+    imp = subprocess.run([str(BIN / "wire-import"), "-q", "--db", str(plain),
+                          str(SAMPLES / "multi_step.jsonl")], capture_output=True, text=True,
+                         timeout=120)
+    assert imp.returncode == 0, imp.stderr
+    summed = tmp_path / "summed.db"  # with the summary the loader stores
+    shutil.copy(plain, summed)
+    st = open_store(str(summed))
+    write_summaries(st.con)
+    st.close()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do-not-read")
+    for name, ddl in (("view", "CREATE VIEW frames AS SELECT * FROM read_text('{s}')"),
+                      ("macro", "CREATE MACRO sessions() AS TABLE SELECT * FROM read_text('{s}')")):
+        hostile = tmp_path / f"{name}.db"
+        shutil.copy(plain, hostile)
+        con = duckdb.connect(str(hostile))
+        con.execute("DROP TABLE frames" if name == "view" else "DROP TABLE sessions")
+        con.execute(ddl.format(s=secret))
+        con.close()
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all")
+    files = [str(tmp_path / f"{n}.db") for n in ("plain", "view", "summed", "macro", "junk")]
+    got = coldindex.read_files(files, "rows")
+    assert sorted(got["rows"]) == [str(plain), str(summed)] and got["busy"] == []
+    assert "frames is a view" in got["problems"][files[1]]
+    assert "sessions is a macro" in got["problems"][files[3]]
+    assert "not a DuckDB file" in got["problems"][str(junk)]
+    assert not any("do-not-read" in str(v) for v in got.values())
+    (a,), (b,) = got["rows"][str(plain)], got["rows"][str(summed)]
+    raw = coldindex._read_files(files, "rows")["rows"]
+    assert (raw[str(plain)][0]["stored"], raw[str(summed)][0]["stored"]) == (False, True)
+    numbers = ("session_id", "name", "turns", "tokens", "tool_calls", "errors", "duration_ms")
+    assert {k: a[k] for k in numbers} == {k: b[k] for k in numbers}
+    assert a["turns"] >= 1 and a["tokens"] > 0
+    assert a["_text"] is None
+    text = coldindex.read_files(files, "text")
+    assert "do the two steps" in text["text"][str(summed)][a["session_id"]].lower()
+    workers = coldindex.Workers(1)
+    try:
+        assert workers.read(files, "rows") == orjson_roundtrip(got)
+    finally:
+        workers.close()
+
+
+def orjson_roundtrip(obj):
+    import orjson
+
+    return orjson.loads(orjson.dumps(obj, default=str))

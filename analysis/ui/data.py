@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.errors import DBLocked, UserError
 from wire_recorder.recorder.model import Frame
 
 if TYPE_CHECKING:  # rich and the timeline load with the first session, not before the URL
@@ -80,12 +81,6 @@ def agent_of(command: Any) -> str:
     return words[0]
 
 
-def _unescape(s: str | None) -> str:
-    if not s:
-        return ""
-    return s.replace("\\n", " ").replace('\\"', '"').replace("\\\\", "\\")
-
-
 def session_data(ws: Any, sid: str) -> tuple[dict, dict]:
     """A session's header, cards, timeline bars and token chart (as JSON data), and its row as
     it is in `sessions` (for the timeline)."""
@@ -100,19 +95,30 @@ def session_data(ws: Any, sid: str) -> tuple[dict, dict]:
     return {"session": head, "counts": counts, "spans": spans, "tokens": tokens}, srow
 
 
-def index_rows(ws: Any) -> list[dict]:
-    """The index's rows of a workspace (`_text`: what search looks through, lower case)."""
-    out = []
-    for r in _rows(ws.con, sql("index")):
-        r["agent"] = agent_of(r.pop("command", None))
-        r["tags"] = _parsed(r["tags"])
-        r["live"] = False
-        r["_text"] = (_unescape(r.pop("prompts", None)) + " "
-                      + _unescape(r.pop("said", None))).lower()
-        for k in ("started_at", "ended_at"):
-            r[k] = _json_safe(r.get(k))
-        out.append(r)
+ROW_KEYS = ("session_id", "name", "protocol", "protocol_version", "cwd", "started_at", "ended_at",
+            "tags", "frame_count", "source", "source_file", "mono_start_ns", "duration_ms",
+            "turns", "tokens", "tool_calls", "errors", "anomalies")
+
+
+def index_row(r: dict, text: str | None = None) -> dict:
+    """A row of the index from a session's columns and counts (`_text`: what search looks
+    through, lower case; None until it has been read)."""
+    out = {k: r.get(k) for k in ROW_KEYS}
+    out["agent"] = agent_of(r.get("command"))
+    out["tags"] = _parsed(out["tags"])
+    out["live"] = False
+    out["_text"] = text.lower() if text is not None else None
+    for k in ("started_at", "ended_at"):
+        out[k] = _json_safe(out.get(k))
     return out
+
+
+def index_rows(ws: Any) -> list[dict]:
+    """The index's rows of a workspace, with their search text."""
+    from .coldindex import summary_rows, text_sql, unescape
+
+    said = dict(ws.con.execute(text_sql("frames")).fetchall())
+    return [index_row(r, unescape(said.get(r["session_id"]))) for r in summary_rows(ws.con)]
 
 
 def _has_spool(folder: str) -> bool:
@@ -178,7 +184,8 @@ class Live:
                 self._reader.close()
 
 
-BATCH = 250  # files per workspace while indexing (each costs ~0.5 s of views; each file ~35 ms)
+BATCH = 100  # files attached at once while indexing (one catalog check, one copy for the views)
+PROCESSES_FROM = 300  # files to read before worker processes pay for their start (~0.5 s)
 CHUNK = 2000  # frames read from the file at a time for the conversation
 
 
@@ -249,6 +256,60 @@ class Cursor:
                     "more": not self.done}
 
 
+class _Batches:
+    """Batches of `.db` files read by `coldindex.read_files`: in two worker processes when there
+    are many (DuckDB per file is mostly single-threaded catalog work), else in this thread. A
+    batch that fails as a whole is read a file at a time, in this thread."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.pool: Any = None
+
+    def __enter__(self) -> _Batches:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def run(self, what: str, paths: list[str] | None = None) -> Iterator[tuple[list[str], dict]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from . import coldindex
+
+        todo = self.paths if paths is None else paths
+        groups = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+        if self.pool is None and len(todo) >= PROCESSES_FROM:
+            self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
+        pool = self.pool if len(todo) >= PROCESSES_FROM else None
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            futures = [ex.submit(pool.read, g, what) for g in groups] if pool else None
+            for n, group in enumerate(groups):
+                try:
+                    res = (futures[n].result() if futures is not None
+                           else coldindex.read_files(group, what))
+                except Exception:  # noqa: BLE001 - a worker's failure: each file on its own
+                    res = self._one_by_one(group, what)
+                yield group, res
+
+    @staticmethod
+    def _one_by_one(group: list[str], what: str) -> dict:
+        from . import coldindex
+
+        res: dict[str, Any] = {"rows": {}, "text": {}, "problems": {}, "busy": []}
+        for p in group:
+            try:
+                one = coldindex.read_files([p], what)
+            except Exception as e:  # noqa: BLE001 - one line for the page, not a trace
+                first = (str(e).splitlines() or [type(e).__name__])[0]
+                res["problems"][p] = f"{p}: cannot be indexed: {first}"
+                continue
+            for k in ("rows", "text", "problems"):
+                res[k] |= one.get(k, {})
+            res["busy"] += one["busy"]
+        return res
+
+
 class Catalog:
     """The sessions of the inputs. `specs` as for wire-query (files, globs, folders, .jsonl);
     `.json` inputs are wire-replay reports. Safe to use from several threads."""
@@ -259,6 +320,8 @@ class Catalog:
         self.cache_path = index_cache_path() if cache == "" else cache
         self._disk: dict[str, dict] | None = None
         self.progress = (0, 0)  # files read, files to read (the build under way)
+        self.search_progress = (0, 0)  # files whose search text is read, of
+        self.search_ready = False
         self.files_read = 0  # by the last build: what the cache did not have
         self.specs = [s for s in specs if not s.endswith(".json")]
         self.report_paths = [s for s in specs if s.endswith(".json")] + list(reports or [])
@@ -310,7 +373,8 @@ class Catalog:
         return f"{n}.{sid}"
 
     def build(self) -> None:
-        """(Re)read every input into the index."""
+        """(Re)read every input into the index: the rows of every file first (served as they
+        come), then the search text of the files (the page says search is still being read)."""
         from ..sources import open_workspace
 
         t0 = time.perf_counter()
@@ -318,8 +382,6 @@ class Catalog:
         problems: list[str] = list(self.problems) if not paths else []
         spools = self._spools(paths)
         busy = {os.path.abspath(db) for _, db in spools}  # being recorded: shown from the spool
-        # a workspace per batch of files: one view over the union of thousands of attached
-        # files (the data folder holds a file per session) plans slowly and holds them all open
         # a file read before and not changed since keeps its rows (a reload reads what is new)
         sigs = {p: _file_sig(p) for p in paths}
         if self._disk is None:
@@ -333,39 +395,65 @@ class Catalog:
         todo = [p for p in paths if self._file_rows.get(p, (None, []))[0] != sigs[p]]
         self.files_read = len(todo)
         self.progress = (0, len(todo))
-        groups = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+        dbs = [p for p in todo if not os.path.isdir(p) and not p.endswith(".jsonl")]
+        others = [p for p in todo if os.path.isdir(p) or p.endswith(".jsonl")]
+        read = 0
 
-        def read(group: list[str]) -> tuple[dict[str, list[dict]], list[str]]:
-            """Rows per file of a group; a bad or busy file is found by halving and left out."""
+        def noted(res: dict) -> None:
+            problems.extend(m for p, m in res["problems"].items())
+            for p in res["busy"]:
+                if os.path.abspath(p) not in busy:  # held by something else than a recording
+                    problems.append(DBLocked(f"{p} is in use by another process (still "
+                                             "recording?)").one_line())
+
+        # transcripts and Parquet exports: a workspace each (rows and text at once)
+        for p in others:
             try:
-                with open_workspace(group) as ws:
-                    got = index_rows(ws)
+                with open_workspace([p]) as ws:
+                    self._file_rows[p] = (sigs[p], index_rows(ws))
             except UserError as e:
-                if len(group) == 1:
-                    busy_file = os.path.abspath(group[0]) in busy
-                    return {}, [] if busy_file else [e.one_line()]
-                half = len(group) // 2
-                a, b = read(group[:half]), read(group[half:])
-                return a[0] | b[0], a[1] + b[1]
-            by_file: dict[str, list[dict]] = {p: [] for p in group}
-            for r in got:
-                by_file.setdefault(r["source_file"], []).append(r)
-            return by_file, []
-
-        # DuckDB works outside the GIL: two workspaces at once use two cores
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(2, max(1, len(groups)))) as pool:
-            for group, (by_file, bad) in zip(groups, pool.map(read, groups), strict=True):
-                problems += bad
-                for p, got_rows in by_file.items():
-                    if p in sigs:
-                        self._file_rows[p] = (sigs[p], got_rows)
-                self.progress = (self.progress[0] + len(group), len(todo))
+                problems.append(e.one_line())
+            read += 1
+            self.progress = (read, len(todo))
+        with _Batches(dbs) as batches:
+            for group, res in batches.run("rows"):
+                noted(res)
+                for p, got in res["rows"].items():
+                    self._file_rows[p] = (sigs[p], [r | {"source_file": p} for r in got])
+                read += len(group)
+                self.progress = (read, len(todo))
                 if not self.ready:  # the first build: what is read so far is served already
                     self._publish(paths, busy)
-        if todo:
-            self._save(paths, sigs)
+            self._finish(paths, spools, problems, t0)
+            if todo:
+                self._save(paths, sigs)
+            # the search text, once every row is shown
+            need = [p for p in paths if p in self._file_rows and not os.path.isdir(p)
+                    and not p.endswith(".jsonl")
+                    and any(r.get("_text") is None for r in self._file_rows[p][1])]
+            self.search_progress = (0, len(need))
+            self.search_ready = not need
+            done = 0
+            for group, res in batches.run("text", need):
+                noted(res)
+                with self._lock:
+                    for p, by_sid in res["text"].items():
+                        for r in self._file_rows[p][1]:
+                            r["_text"] = (by_sid.get(r["session_id"]) or "").lower()
+                            shown = self.by_key.get(self._key(p, r["session_id"]))
+                            if shown is not None:
+                                shown["_text"] = r["_text"]
+                done += len(group)
+                self.search_progress = (done, len(need))
+            if need:
+                self._save(paths, sigs)
+        with self._lock:
+            self.search_ready = True
+            self.problems = list(dict.fromkeys(problems))
+
+    def _finish(self, paths: list[str], spools: list[tuple[str, str]], problems: list[str],
+                t0: float) -> None:
+        """Serve every file's rows and the sessions being recorded (from their spools)."""
         rows = [dict(r) for p in paths if p in self._file_rows for r in self._file_rows[p][1]]
         live_rows = []
         for sp, db in spools:
@@ -394,7 +482,7 @@ class Catalog:
         with self._lock:
             self.rows = out
             self.by_key = {r["key"]: r for r in out}
-            self.problems = problems
+            self.problems = list(dict.fromkeys(problems))
             self.ready = True
             self.built_at = time.monotonic()
             self.build_ms = (time.perf_counter() - t0) * 1000
@@ -454,7 +542,8 @@ class Catalog:
             if tag and not _has_tag(r.get("tags"), tag):
                 continue
             if words:
-                hay = r["_text"] + " " + (r.get("name") or "").lower() + " " + r["session_id"].lower()
+                hay = ((r.get("_text") or "") + " " + (r.get("name") or "").lower() + " "
+                       + r["session_id"].lower())
                 if not all(w in hay for w in words):
                     continue
             sel.append(r)
@@ -468,6 +557,8 @@ class Catalog:
         protocols = sorted({r["protocol"] for r in rows if r.get("protocol")})
         return {"ready": self.ready, "total": len(rows), "matched": len(sel),
                 "progress": {"read": self.progress[0], "of": self.progress[1]},
+                "search": {"ready": self.search_ready, "read": self.search_progress[0],
+                           "of": self.search_progress[1]},
                 "offset": offset, "build_ms": round(self.build_ms, 1),
                 "rows": [{k: r.get(k) for k in INDEX_COLUMNS} for r in sel[offset:offset + limit]],
                 "protocols": protocols, "problems": self.problems,
@@ -672,7 +763,7 @@ class Catalog:
                 "divergences": order}
 
 
-CACHE_FORMAT = "wire-ui index cache 1"
+CACHE_FORMAT = "wire-ui index cache 2"  # zlib over JSON: search text is most of it
 _NUMBERS = ("frame_count", "mono_start_ns", "duration_ms", "turns", "tokens", "tool_calls",
             "errors", "anomalies")
 _CACHED_KEYS = {"session_id", "name", "protocol", "protocol_version", "cwd", "started_at",
@@ -692,7 +783,7 @@ def load_index_cache(path: str | None) -> dict[str, dict]:
         return {}
     try:
         with open(path, "rb") as fh:
-            doc = orjson.loads(fh.read())
+            doc = orjson.loads(zlib.decompress(fh.read()))
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
             return {}
         out: dict[str, dict] = {}
@@ -703,12 +794,12 @@ def load_index_cache(path: str | None) -> dict[str, dict]:
                 return {}
             for r in rows:
                 if not (isinstance(r, dict) and isinstance(r.get("session_id"), str)
-                        and isinstance(r.get("_text"), str) and r.keys() <= _CACHED_KEYS
+                        and isinstance(r.get("_text"), str | None) and r.keys() <= _CACHED_KEYS
                         and all(isinstance(r.get(k), int | float | None) for k in _NUMBERS)):
                     return {}
             out[k] = {"sig": sig, "rows": rows}
         return out
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zlib.error):
         return {}
 
 
@@ -718,7 +809,8 @@ def save_index_cache(path: str, files_rows: dict[str, dict]) -> None:
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
-        body = orjson.dumps({"format": CACHE_FORMAT, "files": files_rows}, default=str)
+        body = zlib.compress(orjson.dumps({"format": CACHE_FORMAT, "files": files_rows},
+                                          default=str), 1)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)

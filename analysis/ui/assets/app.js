@@ -135,14 +135,17 @@
         (d.progress && d.progress.of ? ` ${num(d.progress.read)} of ${num(d.progress.of)} files` : "");
       if (!d.ready && !d.total) { count.textContent = reading; return setTimeout(load, 300); }
       for (const pr of d.protocols) if (![...sel.options].some((o) => o.value === pr)) sel.appendChild(el("option", {value: pr}, pr));
-      count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (reading ? " · " + reading : "") + (d.problems.length ? " · " + d.problems.join("; ") : "");
+      // rows come first, the search text of every file after them
+      const indexing = d.search && !d.search.ready ? "search is still being built" +
+        (d.search.of ? ` (${num(d.search.read)} of ${num(d.search.of)} files): results may be missing` : "") : "";
+      count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (reading ? " · " + reading : "") + (indexing ? " · " + indexing : "") + (d.problems.length ? " · " + d.problems.join("; ") : "");
       put(reports, ...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
       const head = el("tr", {}, COLS.map(([k, label]) => el("th", {onclick: k ? () => {
         if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = k === "started_at"; }
         load(); } : null}, label + (state.sort === k ? (state.desc ? " ▾" : " ▴") : ""))));
       // while something is being recorded, the index follows (new sessions, ended ones)
       stopLive();
-      if (!d.ready) liveTimer = setTimeout(() => load(), 1000);
+      if (!d.ready || indexing) liveTimer = setTimeout(() => load(), 1000);
       else if (!STATIC && d.rows.some((r) => r.live)) liveTimer = setTimeout(() => load(true), 3000);
       const rows = d.rows.map((r) => el("tr", {class: "row", "data-key": r.key, onclick: () => { location.hash = "#s/" + encodeURIComponent(r.key); }},
         el("td", {}, el("a", {href: "#s/" + encodeURIComponent(r.key)}, r.name || r.session_id.slice(0, 12)),

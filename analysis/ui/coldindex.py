@@ -1,0 +1,363 @@
+"""The index's rows and search text of many `.db` recordings, read a batch at a time.
+
+wire-proxy writes a file per session, so a data folder holds thousands of small files. Each
+file costs an ATTACH (~1 ms); what made the first start slow was everything done once per file
+on top of it: the check that `meta`, `frames` and `sessions` are base tables (a scan of every
+function DuckDB knows, ~11-18 ms) and a workspace's analysis views. Here a batch of files is
+attached to one connection, checked with one catalog scan, locked, and read:
+
+* rows: from the session's stored summary (`analysis.summary`, written by the loader) when the
+  file has a valid one; otherwise the batch's base tables are copied into memory (session ids
+  made unique per file), the analysis views installed once over the copy and the same summary
+  statement run, so turns, tokens, tool calls and errors keep their one definition;
+* search text: the "text", "think" and "user_input" strings of the frames, in order, capped
+  (read in a second pass, after every row is shown).
+
+`read_files` runs in worker processes (both cores: `Workers`, `python -m` this module, batches
+in and results out as JSON lines) and returns plain data; nothing in a file is executed and every
+file is attached read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+from typing import Any
+
+import orjson
+
+TEXT_CAP = 20000  # characters of search text per session
+_TEXT_SQL = """SELECT session_id, left(string_agg(array_to_string(regexp_extract_all(
+    payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), ' ' ORDER BY seq),
+    {cap}) AS said
+FROM {frames}
+WHERE direction IN ('c2a', 'a2c') AND (contains(payload, '"text":"') OR contains(payload, '"think":"')
+    OR contains(payload, '"user_input":"'))
+GROUP BY ALL"""
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def unescape(s: str | None) -> str:
+    if not s:
+        return ""
+    return s.replace("\\n", " ").replace('\\"', '"').replace("\\\\", "\\")
+
+
+def text_sql(frames: str) -> str:
+    """Per session of `frames` (a table expression): the text search looks through, raw."""
+    return _TEXT_SQL.format(cap=TEXT_CAP, frames=frames)
+
+
+def _attach(con: Any, paths: list[str], problems: dict[str, str], busy: list[str]) -> dict[str, str]:
+    """alias -> path of the files attached read-only; the others are in problems or busy."""
+    import duckdb
+
+    from wire_recorder.recorder.errors import NotARecording
+    from wire_recorder.recorder.store import damaged, is_duckdb_file, is_lock_error
+
+    out: dict[str, str] = {}
+    for i, p in enumerate(paths):
+        if not os.access(p, os.R_OK):
+            problems[p] = NotARecording(f"{p} is not readable", "check its permissions").one_line()
+            continue
+        if os.path.getsize(p) == 0 or not is_duckdb_file(p):
+            problems[p] = NotARecording(
+                f"{p} is not a DuckDB file",
+                "give a .db written by wire-proxy, or import a .jsonl with wire-import").one_line()
+            continue
+        alias = f"rec{i}"
+        try:
+            con.execute(f"ATTACH {_q(p)} AS {alias} (READ_ONLY)")
+        except duckdb.Error as e:
+            if is_lock_error(str(e)):
+                busy.append(p)
+            else:
+                problems[p] = damaged(p, e).one_line()
+            continue
+        out[alias] = p
+    return out
+
+
+def _check(con: Any, attached: dict[str, str],
+           problems: dict[str, str]) -> tuple[dict[str, int], set[str]]:
+    """alias -> schema version of the attached files that are recordings, and the aliases of
+    those with stored summaries. One catalog scan for the batch refuses a file whose meta, frames or sessions is a view or a macro (its own SQL
+    would run when read), as recorder.store.check_base_tables does for one file."""
+    import duckdb
+
+    from wire_recorder.recorder.errors import NotARecording, SchemaTooNew
+    from wire_recorder.recorder.store import RECORDER_TABLES, SCHEMA_VERSION, damaged
+
+    from ..summary import TABLE
+
+    if not attached:
+        return {}, set()
+    dbs = ", ".join(_q(a) for a in attached)
+    names = ", ".join(_q(n) for n in RECORDER_TABLES)
+    bad = con.execute(
+        f"SELECT database_name, view_name, 'view' FROM duckdb_views() WHERE database_name IN "
+        f"({dbs}) AND schema_name = 'main' AND view_name IN ({names}) UNION ALL "
+        f"SELECT database_name, function_name, 'macro' FROM duckdb_functions() WHERE "
+        f"database_name IN ({dbs}) AND function_name IN ({names})").fetchall()
+    refused: set[str] = set()
+    for alias, name, what in bad:
+        if alias not in refused:
+            refused.add(alias)
+            problems[attached[alias]] = NotARecording(
+                f"{attached[alias]}: not a wire-recorder recording: {name} is a {what}").one_line()
+    have = {(d, t) for d, t in con.execute(
+        f"SELECT database_name, table_name FROM duckdb_tables() WHERE database_name IN ({dbs}) "
+        f"AND schema_name = 'main' AND table_name IN ({names}, {_q(TABLE)})").fetchall()}
+    out: dict[str, int] = {}
+    for alias, p in attached.items():
+        if alias in refused:
+            continue
+        if not {(alias, "meta"), (alias, "frames"), (alias, "sessions")} <= have:
+            problems[p] = NotARecording(
+                f"{p} is a DuckDB file but not a wire-recorder recording").one_line()
+            continue
+        try:
+            row = con.execute(f"SELECT value FROM {alias}.meta WHERE key = 'schema_version'"
+                              ).fetchone()
+        except duckdb.Error as e:
+            problems[p] = damaged(p, e).one_line()
+            continue
+        try:
+            version = int(row[0]) if row else None
+        except (TypeError, ValueError):
+            version = None
+        if version is None:
+            problems[p] = NotARecording(
+                f"{p} is a DuckDB file but not a wire-recorder recording").one_line()
+        elif version > SCHEMA_VERSION:
+            problems[p] = SchemaTooNew(
+                f"{p} was written by a newer wire-recorder (schema {version}; this one reads up "
+                f"to {SCHEMA_VERSION})", "upgrade wire-recorder").one_line()
+        else:
+            out[alias] = version
+    return out, {a for a in out if (a, TABLE) in have}
+
+
+# an index row: the session's own columns and the numbers of its summary (analysis.summary: the
+# statement the loader stores its result of, so stored and computed rows agree)
+_ROW_SQL = """SELECT x.*, (epoch(x.ended_at) - epoch(x.started_at)) * 1000 AS duration_ms,
+    v.turns, coalesce(v.input_tokens, 0) + coalesce(v.output_tokens, 0) AS tokens,
+    v.tool_calls, v.errors, v.session_id IS NOT NULL AS stored
+FROM ({sessions}) x LEFT JOIN ({summaries}) v USING (session_id)
+ORDER BY x.started_at, x.session_id"""
+
+
+def _dicts(cur: Any) -> list[dict]:
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, t, strict=True)) for t in cur.fetchall()]
+
+
+def _stored_rows(con: Any, alias: str, sessions: str) -> list[dict]:
+    """Index rows of one attached file from its stored summaries, each with `stored`: whether
+    its summary is valid (`summary.valid_rows_sql`'s rule: this layout, and still the session's
+    frame count and highest seq). Three plain reads: a join of them costs DuckDB ~4 ms to plan,
+    more than the reads, and the index makes one per file."""
+    from ..summary import TABLE, VERSION
+
+    srows = _dicts(con.execute(sessions))
+    frames = {r[0]: (r[1], r[2]) for r in con.execute(
+        f"SELECT session_id, count(*), max(seq) FROM {alias}.frames GROUP BY session_id"
+    ).fetchall()}
+    sums = {r[0]: r[1:] for r in con.execute(
+        f"SELECT session_id, version, frame_rows, max_seq, turns, input_tokens, output_tokens, "
+        f"tool_calls, errors FROM {alias}.main.{TABLE}").fetchall()}
+    out = []
+    for x in srows:
+        got = sums.get(x["session_id"])
+        n, m = frames.get(x["session_id"], (0, None))
+        ok = got is not None and got[0] == VERSION and got[1] == n and got[2] == m
+        start: Any = x.get("started_at")
+        end: Any = x.get("ended_at")
+        dur = ((end - start).total_seconds() * 1000
+               if hasattr(start, "hour") and hasattr(end, "hour") else None)
+        row = x | {"duration_ms": dur, "stored": ok, "turns": None, "tokens": None,
+                   "tool_calls": None, "errors": None}
+        if ok and got is not None:
+            row |= {"turns": got[3], "tokens": (got[4] or 0) + (got[5] or 0),
+                    "tool_calls": got[6], "errors": got[7]}
+        out.append(row)
+    return out
+
+
+def summary_rows(con: Any, sessions: str = "SELECT * FROM sessions") -> list[dict]:
+    """Index rows of a connection whose analysis views are installed, computed."""
+    from ..summary import SCOPE, summary_sql
+
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {SCOPE} AS SELECT DISTINCT session_id "
+                f"FROM ({sessions})")
+    return _dicts(con.execute(_ROW_SQL.format(sessions=sessions, summaries=summary_sql())))
+
+
+def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str],
+                     problems: dict[str, str]) -> dict[str, list[dict]]:
+    """Index rows of files without a stored summary: their base tables copied into memory, the
+    analysis views installed once over the copy, the summary statement run once."""
+    import duckdb
+
+    from wire_recorder.recorder.model import FRAMES, SESSIONS
+    from wire_recorder.recorder.store import damaged
+
+    from ..views import install_views
+
+    con.execute(FRAMES.create_current("ix_frames"))
+    con.execute(SESSIONS.create_current("ix_sessions", "source_file VARCHAR")
+                .replace(" PRIMARY KEY", ""))
+    # a session id made unique per file: two files may hold the same session (a copy)
+    for alias, version in versions.items():
+        try:
+            con.execute(f"INSERT INTO ix_frames SELECT * REPLACE ('{alias}:' || session_id AS "
+                        f"session_id) FROM (SELECT {FRAMES.select_list(version)} "
+                        f"FROM {alias}.frames)")
+            con.execute(f"INSERT INTO ix_sessions SELECT * REPLACE ('{alias}:' || session_id AS "
+                        f"session_id) FROM (SELECT {SESSIONS.select_list(version)}, "
+                        f"{_q(attached[alias])} FROM {alias}.sessions)")
+        except duckdb.Error as e:
+            con.execute(f"DELETE FROM ix_frames WHERE starts_with(session_id, '{alias}:')")
+            problems[attached[alias]] = damaged(attached[alias], e).one_line()
+    con.execute("CREATE TEMP VIEW frames AS SELECT * FROM ix_frames")
+    con.execute("CREATE TEMP VIEW sessions AS SELECT * FROM ix_sessions")
+    present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+    install_views(con, temp=True, materialize=True, protocols=present)
+    out: dict[str, list[dict]] = {}
+    for r in summary_rows(con):
+        alias, _, sid = r["session_id"].partition(":")
+        r["session_id"], r["stored"] = sid, False
+        out.setdefault(attached[alias], []).append(r)
+    return out
+
+
+def read_files(paths: list[str], what: str = "rows") -> dict[str, Any]:
+    """One batch of `.db` files. what="rows": {"rows": {path: [index row]}} (`data.index_row`,
+    JSON-safe, search text not read yet); what="text": {"text": {path: {session_id: text}}}.
+    Both: "problems" {path: one line} and "busy" [paths another process holds (a recording being
+    made)]."""
+    from .data import index_row
+
+    got = _read_files(paths, what)
+    got["rows"] = {p: [index_row(r) for r in rs] for p, rs in got.get("rows", {}).items()}
+    got.setdefault("text", {})
+    return got
+
+
+def _read_files(paths: list[str], what: str) -> dict[str, Any]:
+    import duckdb
+
+    from wire_recorder.recorder.model import FRAMES, SESSIONS
+    from wire_recorder.recorder.store import damaged
+
+    from ..sources import lock
+
+    problems: dict[str, str] = {}
+    busy: list[str] = []
+    rows: dict[str, list[dict]] = {}
+    text: dict[str, dict[str, str]] = {}
+    con = duckdb.connect(":memory:", config={"threads": 1})  # the processes use the cores
+    try:
+        attached = _attach(con, paths, problems, busy)
+        versions, stored = _check(con, attached, problems)
+        lock(con)
+        if what == "text":
+            for alias, version in versions.items():
+                p = attached[alias]
+                try:
+                    got = con.execute(text_sql(
+                        f"(SELECT {FRAMES.select_list(version)} FROM {alias}.frames)")).fetchall()
+                except duckdb.Error as e:
+                    problems[p] = damaged(p, e).one_line()
+                    continue
+                text[p] = {sid: unescape(t) for sid, t in got}
+            return {"text": text, "problems": problems, "busy": busy}
+        need_views: dict[str, int] = {}
+        for alias, version in versions.items():
+            p = attached[alias]
+            sessions = (f"SELECT {SESSIONS.select_list(version)}, {_q(p)} AS source_file "
+                        f"FROM {alias}.sessions")
+            if alias not in stored:
+                need_views[alias] = version
+                continue
+            try:
+                made = _stored_rows(con, alias, sessions)
+            except duckdb.Error:  # a summary layout this version cannot read: computed
+                made = [{"stored": False}]
+            if all(r["stored"] for r in made):
+                rows[p] = made
+            else:
+                need_views[alias] = version
+        if need_views:
+            rows |= _rows_from_views(con, need_views, attached, problems)
+            for alias in need_views:
+                if attached[alias] not in problems:
+                    rows.setdefault(attached[alias], [])
+        return {"rows": rows, "problems": problems, "busy": busy}
+    finally:
+        con.close()
+
+
+class Workers:
+    """Two `python -m` worker processes reading batches (`read`, from several threads). A worker
+    that fails or dies raises, and the caller reads that batch itself."""
+
+    def __init__(self, n: int = 2):
+        self.idle: queue.Queue[subprocess.Popen] = queue.Queue()
+        self.all: list[subprocess.Popen] = []
+        for _ in range(n):
+            p = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.all.append(p)
+            self.idle.put(p)
+
+    def read(self, paths: list[str], what: str) -> dict[str, Any]:
+        p = self.idle.get()
+        ok = False
+        try:
+            assert p.stdin is not None and p.stdout is not None
+            p.stdin.write(orjson.dumps({"paths": paths, "what": what}) + b"\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            got = orjson.loads(line) if line else None
+            if not isinstance(got, dict) or "error" in got:
+                raise RuntimeError(str(got.get("error") if isinstance(got, dict) else "worker ended"))
+            ok = True
+            return got
+        finally:
+            if ok:
+                self.idle.put(p)
+            else:  # the others carry on; this batch is read by the caller
+                p.kill()
+
+    def close(self) -> None:
+        for p in self.all:
+            try:
+                if p.stdin is not None:
+                    p.stdin.close()
+                p.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                p.kill()
+                p.wait()
+
+
+def _serve() -> None:
+    """A worker: a JSON request per line on stdin, its answer per line on stdout."""
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        try:
+            req = orjson.loads(line)
+            got: Any = read_files([str(x) for x in req["paths"]], str(req["what"]))
+        except Exception as e:  # noqa: BLE001 - the parent reads the batch itself
+            got = {"error": f"{type(e).__name__}: {e}"}
+        out.write(orjson.dumps(got, default=str) + b"\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    _serve()
