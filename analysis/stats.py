@@ -159,7 +159,8 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
         SELECT protocol, type, via, outcome, resolved_by, count(*) AS n,
             round(quantile_cont(wait_ms, 0.5), 1), round(quantile_cont(wait_ms, 0.95), 1),
             round(max(wait_ms), 1)
-        FROM st_requests GROUP BY ALL ORDER BY protocol, type, via, n DESC""").fetchall()
+        FROM st_requests GROUP BY ALL
+        ORDER BY protocol, type, via, n DESC, outcome, resolved_by""").fetchall()
     s.tables.append(Table("approvals and other requests (wait = request to client answer)",
                           ["protocol", "type", "via", "outcome", "by", "count", "p50_wait_ms",
                            "p95_wait_ms", "max_wait_ms"], reqs))

@@ -132,20 +132,26 @@ def write_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str] | Non
 # the hook's cost is mostly DuckDB binding the views (~0.13 s CPU whatever the size), more than
 # a reader pays computing a small session with the others it reads.
 MIN_STORED_ROWS = 128
+# Above this, not stored either: the step's time grows with the session (~2.5 us CPU a row) and
+# its memory with what the views sort (bounded by the store's DuckDB memory_limit, spilling).
+MAX_STORED_ROWS = 2_000_000
 
 
 def store_summaries(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> int:
-    """Store the summaries of those of these sessions that have MIN_STORED_ROWS rows or more
-    (`WIRE_SUMMARY_MIN_ROWS` overrides it: tests lower it), in one pass. Returns the rows
-    stored."""
+    """Store the summaries of those of these sessions that have MIN_STORED_ROWS to
+    MAX_STORED_ROWS rows (`WIRE_SUMMARY_MIN_ROWS` overrides the first: tests lower it), in one
+    pass. Returns the rows stored."""
     least = int(os.environ.get("WIRE_SUMMARY_MIN_ROWS", MIN_STORED_ROWS))
     if not session_ids:
         return 0
     big = [r[0] for r in con.execute(
         "SELECT session_id FROM frames WHERE list_contains(?, session_id) GROUP BY session_id "
-        "HAVING count(*) >= ?", [session_ids, least]).fetchall()]
+        "HAVING count(*) BETWEEN ? AND ?", [session_ids, least, MAX_STORED_ROWS]).fetchall()]
     if least <= 0:  # sessions without a frame too
-        big = list(dict.fromkeys(session_ids))
+        framed = {r[0] for r in con.execute(
+            "SELECT DISTINCT session_id FROM frames WHERE list_contains(?, session_id)",
+            [session_ids]).fetchall()}
+        big += [sid for sid in dict.fromkeys(session_ids) if sid not in framed]
     small = sorted(set(session_ids) - set(big))
     if small and _layout(con, _catalog(con, None)):
         # a session stored anew (wire-import --replace) loses a row that no longer holds

@@ -9,7 +9,9 @@ own code), so the extracted columns are exactly what the proxy would store. Per 
 streamed think and text chunks (the bulk, as with a real model), a tool call with streamed
 arguments, a StatusUpdate with token counts, a ToolResult, and for 40% of the calls an approval
 round trip; one turn in ten delegates to a subagent. Timings are whole commands (process start,
-imports, opening the file, the summary), median of several runs.
+imports, opening the file, the summary), median of several runs. The per-session summaries the
+loader stores (analysis/summary.py) are written as it would; the same file without them is
+timed too, and the after-load step's own cost for a small, a median and the largest session.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import orjson
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from wire_recorder.analysis.summary import read_summaries, store_summaries  # noqa: E402
 from wire_recorder.recorder.classify import classify  # noqa: E402
 from wire_recorder.recorder.model import wall_ts  # noqa: E402
 from wire_recorder.recorder.store import open_store  # noqa: E402
@@ -198,6 +201,8 @@ def generate(db: str, n_frames: int, seed: int = 7, progress: bool = True) -> di
                 sys.stderr.write(f"\r  generated {total:,} frames ({time.time() - t0:.0f} s)")
     store.insert_frames(batch)
     store.con.execute("CHECKPOINT")
+    # what the loader's after-load step stores for each session, in one pass here
+    store_summaries(store.con, [f"bench-{i:06d}" for i in range(1, sessions + 1)])
     store.close()
     if progress:
         sys.stderr.write(f"\r  generated {total:,} frames in {sessions} sessions ({time.time() - t0:.0f} s)\n")
@@ -207,7 +212,7 @@ def generate(db: str, n_frames: int, seed: int = 7, progress: bool = True) -> di
 CPU: dict[str, list[float]] = {}
 
 
-def timed(cmd: list[str], runs: int) -> list[float]:
+def timed(cmd: list[str], runs: int, label: str | None = None) -> list[float]:
     """Wall seconds per run; CPU seconds (user + sys of the child) go to CPU[cmd[0]]: on a
     shared machine the CPU time says more than the wall time."""
     import resource
@@ -219,7 +224,7 @@ def timed(cmd: list[str], runs: int) -> list[float]:
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         out.append(time.perf_counter() - t)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        CPU.setdefault(cmd[0], []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+        CPU.setdefault(label or cmd[0], []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         if p.returncode:
             raise SystemExit(f"{cmd} failed: {p.stderr.decode()}")
     return out
@@ -281,6 +286,34 @@ def parts(db: str, runs: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in seen.items()}
 
 
+# The after-load step's cost in a fresh interpreter, as in a loader: one session each, the
+# smallest, the median and the largest of the file (a loader stores one session).
+HOOK = r"""
+import json, sys, time
+from wire_recorder.recorder.store import open_store
+t = time.perf_counter()
+from wire_recorder.analysis.summary import write_summaries
+out = {"import": time.perf_counter() - t}
+with open_store(sys.argv[1]) as store:
+    sizes = store.con.execute("SELECT session_id, count(*) FROM frames GROUP BY 1 ORDER BY 2, 1").fetchall()
+    for label, (sid, n) in (("smallest", sizes[0]), ("median", sizes[len(sizes) // 2]),
+                            ("largest", sizes[-1])):
+        t, c = time.perf_counter(), time.process_time()
+        write_summaries(store.con, [sid])
+        out[f"{label} session ({n:,} rows)"] = (time.perf_counter() - t, time.process_time() - c)
+print(json.dumps(out))
+"""
+
+
+def hook_cost(db: str) -> dict:
+    import json
+
+    p = subprocess.run([sys.executable, "-c", HOOK, db], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"hook cost failed: {p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=1_000_000)
@@ -297,6 +330,13 @@ def main() -> None:
         counts = generate(db, args.frames)
     else:
         counts = {}
+        import duckdb
+
+        with duckdb.connect(db, read_only=True) as con:
+            stored = read_summaries(con) is not None
+        if not stored:  # a file from before summaries, or of another layout
+            with open_store(db) as store:
+                store_summaries(store.con, [r["session_id"] for r in store.sessions()])
     from wire_recorder.analysis.sources import open_workspace
     from wire_recorder.analysis.stats import summarize
 
@@ -315,7 +355,21 @@ def main() -> None:
     query_cmd = timed([os.path.join(bindir, "wire-query"), db,
                        "select tool_name, count(*), median(duration_ms) from tool_calls group by 1"],
                       args.runs)
-    start_cmd = timed([sys.executable, "-c", "import duckdb, typer, rich, orjson"], args.runs)
+    # the same file without its summaries (as written before them, or by another tool)
+    import shutil
+
+    scratch = tempfile.mkdtemp(prefix="bench-stats-")
+    bare_db = os.path.join(scratch, "no-summaries.db")
+    shutil.copy(db, bare_db)
+    import duckdb
+
+    with duckdb.connect(bare_db) as con:
+        con.execute("DROP TABLE wr_session_summary")
+    old_cmd = timed([os.path.join(bindir, "wire-stats"), bare_db], args.runs, "no summaries")
+    shutil.rmtree(scratch, ignore_errors=True)
+    hook = hook_cost(db)
+    start_cmd = timed([sys.executable, "-c", "import duckdb, typer, rich, orjson"], args.runs,
+                      "imports floor")
     bare_cmd = timed([sys.executable, "-c", "pass"], args.runs)
     part = parts(db, args.runs)
     per_m = size / frames * 1e6
@@ -337,14 +391,19 @@ def main() -> None:
           f"(min {min(stats_cmd):.3f}, max {max(stats_cmd):.3f}); CPU (user+sys, 2 DuckDB threads) "
           f"median {statistics.median(CPU[os.path.join(bindir, 'wire-stats')]):.3f} s; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"wire-stats on the same file without stored summaries (computed through the views): "
+          f"median {statistics.median(old_cmd):.3f} s (min {min(old_cmd):.3f}, max {max(old_cmd):.3f}); "
+          f"CPU median {statistics.median(CPU['no summaries']):.3f} s")
+    print(f"after-load step (summary stored by the loader), fresh interpreter: import "
+          f"{hook.pop('import'):.3f} s; " + "; ".join(
+              f"{k} {w:.3f} s wall, {c:.3f} s CPU" for k, (w, c) in hook.items()))
     print(f"summary alone, warm, in process: median {statistics.median(warm):.3f} s")
     print(f"wire-query tool_calls median duration, whole command: median "
           f"{statistics.median(query_cmd):.3f} s")
     print(f"python start-up with duckdb+typer+rich+orjson imported: "
-          f"median {statistics.median(start_cmd):.3f} s")
+          f"median {statistics.median(start_cmd):.3f} s, CPU median "
+          f"{statistics.median(CPU['imports floor']):.3f} s (the floor of any such command)")
     if tmp:
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
 
 
