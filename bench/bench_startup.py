@@ -87,6 +87,42 @@ def once(argv: list[str], frame: bytes, spool_dir: str | None = None) -> dict:
     return out
 
 
+def _import_times(argv: list[str]) -> list[tuple[str, int]]:
+    """(module, self µs) in import order, from -X importtime."""
+    err = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL).stderr
+    out = []
+    for line in err.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            self_part, _cumulative, name = line.split("|")
+            try:
+                out.append((name.strip(), int(self_part.split(":")[1])))
+            except ValueError:
+                continue  # the header line
+    return out
+
+
+def pre_spawn_imports(py: str, proxy: str, runs: int) -> dict[str, float]:
+    """What wire-proxy imports before it spawns the agent beyond what the bare interpreter
+    imports, in ms (each module's smallest self time over the runs: robust to a busy
+    machine): the wrapper's `re` family and wire-proxy's own modules."""
+    base = {m for m, _ in _import_times([py, "-X", "importtime", "-c", "pass"])}
+    best: dict[str, int] = {}
+    wrapper: set[str] = set()
+    for _ in range(runs):
+        seen = _import_times([py, "-X", "importtime", proxy, "--no-record", "--", "true"])
+        names = [m for m, _ in seen]
+        # the wrapper's imports come before wire_recorder's; the agent is spawned once
+        # wire_recorder.recorder.proxy is imported (everything after comes after the spawn)
+        first, cut = names.index("wire_recorder"), names.index("wire_recorder.recorder.proxy") + 1
+        wrapper.update(m for m in names[:first] if m not in base)
+        for m, us in seen[:cut]:
+            if m not in base:
+                best[m] = min(best.get(m, us), us)
+    front = sum(us for m, us in best.items() if m in wrapper)
+    return {"wrapper (import re, ...)": front / 1000,
+            "wire-proxy's own": (sum(best.values()) - front) / 1000}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="launches per variant")
@@ -128,6 +164,11 @@ def main() -> int:
                 for f in glob.glob(os.path.join(rec, "*")):
                     os.remove(f)
                 res[v].append(once(argv, frame, spool_dir))
+        imports = pre_spawn_imports(py, proxy, max(5, args.runs // 2))
+        if args.before:
+            old = pre_spawn_imports(os.path.join(args.before, "bin", "python"),
+                                    os.path.join(args.before, "bin", "wire-proxy"),
+                                    max(5, args.runs // 2))
     finally:
         tmp.cleanup()
 
@@ -149,6 +190,10 @@ def main() -> int:
         print(f"{v:34}{cells[0]:>16}{cells[1]:>16}{cells[2]:>14}{done:>15}")
     beyond = m("wire-proxy", "spawn_ms") - m("floor", "spawn_ms")
     exit_added = m("wire-proxy", "exit_ms") - m("direct", "exit_ms")
+    print("\nimported before the spawn beyond the bare interpreter (-X importtime, each "
+          "module's best): " + ", ".join(f"{k} {v:.1f} ms" for k, v in imports.items())
+          + ("; before: " + ", ".join(f"{k} {v:.1f} ms" for k, v in old.items())
+             if args.before else ""))
     verdict = {True: "PASS", False: "MISS"}
     print(f"\nspawn beyond the floor: {beyond:.1f} ms (target <= {SPAWN_BEYOND_FLOOR_MS:.0f} ms: "
           f"{verdict[beyond <= SPAWN_BEYOND_FLOOR_MS]}); of it the wrapper's `import re`: "
