@@ -186,8 +186,12 @@ def _catalog(con: duckdb.DuckDBPyConnection, catalog: str | None) -> str:
 
 def has_table(con: duckdb.DuckDBPyConnection, catalog: str) -> bool:
     """The recording holds a summary table of this version's layout (another layout, whoever
-    wrote it, is not read: its sessions are computed)."""
-    return [tuple(r) for r in _layout(con, catalog)] == [tuple(c) for c in LAYOUT]
+    wrote it, is not read: its sessions are computed). A base table: a view of that name
+    planted in an untrusted file would run its own SQL when read."""
+    base = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' "
+        "AND table_name = ?", [catalog, TABLE]).fetchone()[0]  # type: ignore[index]
+    return bool(base) and [tuple(r) for r in _layout(con, catalog)] == [tuple(c) for c in LAYOUT]
 
 
 def valid_rows_sql(catalog: str) -> str:

@@ -97,6 +97,8 @@ def test_stored_summaries_equal_the_views_and_an_old_file_reads_the_same(importe
     # another layout (a newer or older wire-recorder, another tool): not read at all
     "CREATE OR REPLACE TABLE {t} AS SELECT version, session_id, frame_rows, max_seq, 999 AS turns "
     "FROM {t}",
+    # a view in its place (an untrusted file: it would run its own SQL when read)
+    "CREATE OR REPLACE TABLE x AS FROM {t}; DROP TABLE {t}; CREATE VIEW {t} AS FROM x",
     "DELETE FROM frames WHERE seq = (SELECT max(seq) FROM frames WHERE {one}) AND {one}",
 ])
 def test_a_stale_summary_is_ignored(imported, tmp_path, tamper):
@@ -107,7 +109,8 @@ def test_a_stale_summary_is_ignored(imported, tmp_path, tamper):
     stale = _copy(imported, tmp_path / "stale.db", tamper.format(t=TABLE, one=one))
     with duckdb.connect(stale, read_only=True) as con:
         assert read_summaries(con) is None  # not every session has a valid row
-    nostore = _copy(stale, tmp_path / "nostore.db", f"DROP TABLE {TABLE}")
+    nostore = _copy(stale, tmp_path / "nostore.db",
+                    f"DROP {'VIEW' if 'VIEW' in tamper else 'TABLE'} {TABLE}")
     with open_workspace([stale], views=False) as ws:
         got = summarize(ws).as_dict()
     with open_workspace([nostore], views=False) as ws:
