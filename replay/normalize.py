@@ -185,6 +185,7 @@ class Normalizer:
         self._by_selector: dict[str | None, list[IgnoreRule]] = {}
         for r in self.rules:
             self._by_selector.setdefault(r.selector, []).append(r)
+        self._rules_of: dict[tuple, tuple[IgnoreRule, ...]] = {}
 
     @property
     def _pattern(self) -> re.Pattern[bytes]:
@@ -206,12 +207,16 @@ class Normalizer:
                 return self._pattern.sub(self._sub, raw)
         return raw
 
-    def _rules_for(self, m: Msg) -> list[IgnoreRule]:
-        get = self._by_selector.get
-        out = list(get(None, ()))
-        for key in {m.msg_type, m.method, m.kind}:
-            if key is not None:
-                out.extend(get(key, ()))
+    def _rules_for(self, m: Msg) -> tuple[IgnoreRule, ...]:
+        sel = (m.msg_type, m.method, m.kind)
+        out = self._rules_of.get(sel)
+        if out is None:  # a handful of (type, method, kind) per session: worked out once each
+            get = self._by_selector.get
+            rules = list(get(None, ()))
+            for key in dict.fromkeys(sel):
+                if key is not None:
+                    rules.extend(get(key, ()))
+            out = self._rules_of[sel] = tuple(rules)
         return out
 
     def value(self, m: Msg) -> Any:
