@@ -185,6 +185,7 @@ class Live:
 
 
 BATCH = 100  # files attached at once while indexing (one catalog check, one copy for the views)
+BATCH_BYTES = 256 << 20  # and at most this much of them (a bigger file is a batch alone)
 PROCESSES_FROM = 300  # files to read before worker processes pay for their start (~0.5 s)
 CHUNK = 2000  # frames read from the file at a time for the conversation
 
@@ -278,7 +279,18 @@ class _Batches:
         from . import coldindex
 
         todo = self.paths if paths is None else paths
-        groups = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+        groups: list[list[str]] = []
+        size = 0
+        for p in todo:  # a batch without stored summaries is copied into memory: bounded
+            try:
+                n = os.path.getsize(p)
+            except OSError:
+                n = 0
+            if not groups or len(groups[-1]) >= BATCH or size + n > BATCH_BYTES:
+                groups.append([])
+                size = 0
+            groups[-1].append(p)
+            size += n
         if self.pool is None and len(todo) >= PROCESSES_FROM:
             self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
         pool = self.pool if len(todo) >= PROCESSES_FROM else None
@@ -773,7 +785,7 @@ _CACHED_KEYS = {"session_id", "name", "protocol", "protocol_version", "cwd", "st
 def index_cache_path() -> str:
     """Where the index rows of files already read are kept between starts."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "wire-recorder", "ui-index.json")
+    return os.path.join(base, "wire-recorder", "ui-index.json.z")
 
 
 def load_index_cache(path: str | None) -> dict[str, dict]:
