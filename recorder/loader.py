@@ -17,7 +17,7 @@ import time
 import duckdb
 import orjson
 
-from . import after_load
+from . import after_load, handoff
 from .classify import Classifier, Extracted
 from .edge import PROXY, say
 from .errors import UserError
@@ -38,8 +38,8 @@ from .spool import (
 from .store import DBLocked, Store, open_store
 from .workdir import store_workdir
 
-BATCH_ROWS = 50_000
-BATCH_BYTES = 16 << 20  # large frames: a batch of 50k x 2 MB would need 100 GB
+BATCH_ROWS = 20_000
+BATCH_BYTES = 16 << 20  # large frames: a batch of 20k x 2 MB would need 40 GB
 BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
 POLL_S = 0.02
 # DuckDB lets one process write a file and nobody else read it meanwhile. The loader lets go of
@@ -47,8 +47,19 @@ POLL_S = 0.02
 # can read a live recording; the spool keeps everything while a reader holds the file.
 IDLE_RELEASE_S = 0.3
 # Past these, stop reading the spool until the DB is writable again (the spool keeps the rest).
-MAX_BUFFERED_ROWS = 200_000
-MAX_BUFFERED_BYTES = 64 << 20
+MAX_BUFFERED_ROWS = 2 * BATCH_ROWS
+MAX_BUFFERED_BYTES = 2 * BATCH_BYTES
+# The loader's memory (issue 14; bench/bench_loader.py). The process itself (Python, DuckDB's
+# library, one connection) takes ~85 MB before a row is read; the rows waiting for their batch
+# stay under MAX_BUFFERED_*; DuckDB keeps what it appended in memory until a checkpoint, so the
+# loader checkpoints every CHECKPOINT_ROWS rows (1M small frames: 850 -> ~400 MB, and no slower:
+# the file is let go of without a long closing checkpoint). Not by bytes: checkpoints every 16 MB
+# of 600 KB frames (their payloads inline) made that load 2x slower and its peak higher. No
+# memory_limit: with 16 KiB blocks DuckDB then fails hard on such payloads ("failed to pin
+# block", measured at 100 and 256 MB), and the session would stay in its spool.
+CHECKPOINT_ROWS = 100_000
+# Spool bytes read at once: ~10k small frames, or one record of the largest size.
+READ_BYTES = 2 << 20
 # A reader's brief lock is waited out; a writer's means a sibling file. (Within the second an
 # ending proxy waits for its loader at most.)
 LOCKED_AT_START_S = 0.9
@@ -106,9 +117,8 @@ class DB:
             except DBLocked:
                 _Word.say(True)
                 return None
-            # Automatic checkpoints at the default threshold made bulk loads 3.5x slower here,
-            # and closing checkpoints anyway. No memory_limit: with MB-sized frames DuckDB then
-            # fails hard ("failed to pin block") and the session would stay in the spool.
+            # The loader checkpoints itself (CHECKPOINT_ROWS): automatic checkpoints at the
+            # default threshold made bulk loads 3.5x slower.
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
         return self.store
 
@@ -178,6 +188,7 @@ class Ingest:
         self.late = False  # the chunk being split was read after the agent exited
         self.last_mono_ns = meta.get("mono_start_ns") or 0
         self.rows: list[tuple] = []
+        self.since_checkpoint = 0  # rows inserted since the last checkpoint
         self.row_bytes = 0
         self._ts_wall: int | None = None
         self._ts: _dt.datetime | None = None
@@ -360,9 +371,14 @@ class Ingest:
             rows = self.rows
             if not self.store.write(lambda store: store.insert_frames(rows)):
                 return False
+            self.since_checkpoint += len(rows)
             self.rows = []
             self.row_bytes = 0
             self.last_flush = now
+            # (a checkpoint that fails on a full disk is tried again after the next batch)
+            if self.since_checkpoint >= CHECKPOINT_ROWS and \
+                    self.store.write(lambda store: store.con.execute("CHECKPOINT")):
+                self.since_checkpoint = 0
         elif not self.rows:
             self.last_flush = now
         return True
@@ -489,6 +505,11 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     try:
         if handle.wait(LOCKED_AT_START_S) is not None:
             return handle, db, spool_path
+        # an earlier proxy's loader still storing the session it was handed (a proxy exits
+        # before its loader is done): the same file once it is done, not a sibling
+        if handoff.wait_for_loaders(db, FINISH_WAIT_S, float("inf"), skip=spool_path) and \
+                handle.wait(LOCKED_AT_START_S) is not None:
+            return handle, db, spool_path
         problem = f"{db} is in use by another process"
     except UserError as e:
         problem = e.one_line()
@@ -538,7 +559,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         end_reason = "agent_exit"
         quiet_since = time.monotonic()
         while True:
-            records = reader.read_available(final=not follow) if not ing.full else []
+            records = (reader.read_available(READ_BYTES, final=not follow) if not ing.full
+                       else [])
             if records:
                 ing.feed(records)
                 ing.flush(behind=reader.behind)

@@ -1,0 +1,215 @@
+"""The loader (issue 14 items 1, 2, 7): its peak memory and how fast a recording is complete.
+
+Each case pipes a file of frames through `wire-proxy --wait 0 -- cat` (the proxy hands what is
+left to its loader and exits once the relay is done) and follows the loader process until it
+exits, polling its VmHWM. Printed beside limits measured in the same run:
+
+* `cat` and `cat | tee FILE | cat` over the same file (the relay's physical limit);
+* a plain DuckDB load of the same frames (both directions, as many rows as the loader stores):
+  `CREATE TABLE AS SELECT * FROM read_json(FILE, format='newline_delimited', records=false)` in
+  a fresh file, in its own process (its time and its VmHWM).
+
+Figures: rows/s end to end (launch -> last row committed: the loader exits), time from the end of
+the relay (the proxy's exit) to the last row, loader VmHWM, rows stored and frames lost (`lost_frames`).
+
+    .venv/bin/python bench/bench_loader.py --quick      # < 1 min: 200k frames, 256 MiB of 2 MiB
+    .venv/bin/python bench/bench_loader.py              # 1M small frames, 1 GiB of 2 MiB
+    .venv/bin/python bench/bench_loader.py --ten-million
+    .venv/bin/python bench/bench_loader.py --busy       # also with a CPU burner on one core
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import WIRE_PROXY, make_frame  # noqa: E402
+
+TARGET_RSS_MB = 128
+TARGET_ROWS_S = 200_000
+
+
+def _status_kb(pid: int, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _loader_of(pid: int) -> int | None:
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                for kid in f.read().split():
+                    with open(f"/proc/{kid}/cmdline", "rb") as c:
+                        if b"recorder.loader" in c.read():
+                            return int(kid)
+    except OSError:
+        return None
+    return None
+
+
+def write_frames(path: str, size: int, n: int) -> int:
+    """n frames of `size` bytes (1,000 distinct ones repeated); returns the bytes written."""
+    distinct = [make_frame(size, i) for i in range(min(n, 1000 if size < (1 << 16) else 2))]
+    block = b"".join(distinct)
+    total = 0
+    with open(path, "wb") as f:
+        left = n
+        while left >= len(distinct):
+            f.write(block)
+            total += len(block)
+            left -= len(distinct)
+        for fr in distinct[:left]:
+            f.write(fr)
+            total += len(fr)
+    return total
+
+
+def timed(argv: list[str] | str, stdin: str, shell: bool = False) -> float:
+    t0 = time.perf_counter()
+    with open(stdin, "rb") as i, open(os.devnull, "wb") as o:
+        subprocess.run(argv, stdin=i, stdout=o, shell=shell, check=True)
+    return time.perf_counter() - t0
+
+
+DUCKDB_LOAD = r"""
+import sys, time, duckdb
+src, db = sys.argv[1], sys.argv[2]
+con = duckdb.connect(db)
+t = time.perf_counter()
+con.execute("CREATE TABLE f AS SELECT * FROM read_json(?, format='newline_delimited', "
+            "records=false, maximum_object_size=67108864)", [src])
+con.close()
+print(time.perf_counter() - t)
+"""
+
+
+def duckdb_load(frames: str, tmp: str) -> tuple[float, float, int]:
+    """(seconds, VmHWM MB, rows) of a plain DuckDB load of both directions' frames."""
+    both = os.path.join(tmp, "both.ndjson")
+    with open(both, "wb") as out, open(frames, "rb") as i:
+        data = i.read()
+        out.write(data)
+        out.write(data)
+    db = os.path.join(tmp, "plain.db")
+    p = subprocess.Popen([sys.executable, "-c", DUCKDB_LOAD, both, db], stdout=subprocess.PIPE)
+    hwm = 0
+    while p.poll() is None:
+        hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
+        time.sleep(0.02)
+    secs = float(p.stdout.read()) if p.stdout else 0.0
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    (rows,) = con.execute("SELECT count(*) FROM f").fetchall()[0]
+    con.close()
+    os.unlink(both)
+    return secs, hwm / 1024, rows
+
+
+def record(frames: str, n: int, tmp: str, name: str) -> dict:
+    db = os.path.join(tmp, f"{name}.db")
+    env = dict(os.environ, WIRE_RECORDER_HOME=os.path.join(tmp, "home"))
+    t0 = time.perf_counter()
+    with open(frames, "rb") as i, open(os.devnull, "wb") as o:
+        p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--wait", "0", "--", "cat"],
+                             stdin=i, stdout=o, env=env)
+        loader = None
+        hwm = 0
+        while p.poll() is None:
+            loader = loader or _loader_of(p.pid)
+            if loader:
+                hwm = max(hwm, _status_kb(loader, "VmHWM") or 0)
+            time.sleep(0.01)
+    t_relay = time.perf_counter()
+    while loader and os.path.exists(f"/proc/{loader}"):
+        kb = _status_kb(loader, "VmHWM")
+        if kb is None:  # a zombie has no memory left to read; it is done
+            break
+        hwm = max(hwm, kb)
+        time.sleep(0.01)
+    t_done = time.perf_counter()
+    import duckdb
+
+    from wire_recorder.recorder.handoff import wait_for_loaders
+
+    wait_for_loaders(db)
+    con = duckdb.connect(db, read_only=True)
+    (rows,) = con.execute("SELECT count(*) FROM frames "
+                          "WHERE direction IN ('c2a', 'a2c')").fetchall()[0]
+    (lost,) = con.execute("SELECT sum(lost_frames) FROM sessions").fetchall()[0]
+    con.close()
+    return {"rc": p.returncode, "relay_s": t_relay - t0, "done_s": t_done - t0,
+            "tail_s": t_done - t_relay, "hwm_mb": hwm / 1024, "rows": rows, "lost": lost,
+            "expected": 2 * n, "db_mb": os.path.getsize(db) / 1e6, "found_loader": bool(loader)}
+
+
+def burner() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool) -> bool:
+    frames = os.path.join(tmp, f"frames-{size}.ndjson")
+    total = write_frames(frames, size, n)
+    print(f"\n== {label}: {n:,} frames of {size:,} B ({total / 2**20:,.0f} MiB each way)")
+    t_cat = timed(["cat"], frames)
+    t_tee = timed(f"cat | tee {tmp}/tee.out | cat", frames, shell=True)
+    os.unlink(f"{tmp}/tee.out")
+    print(f"   cat {t_cat:.2f} s   cat|tee|cat {t_tee:.2f} s")
+    if plain:
+        secs, hwm, rows = duckdb_load(frames, tmp)
+        print(f"   plain DuckDB read_json load: {rows:,} rows in {secs:.2f} s = "
+              f"{rows / secs:,.0f} rows/s, VmHWM {hwm:.0f} MB")
+    ok = True
+    for burn in ([False, True] if busy else [False]):
+        b = burner() if burn else None
+        try:
+            r = record(frames, n, tmp, f"{size}-{int(burn)}")
+        finally:
+            if b is not None:
+                b.kill()
+                b.wait()
+        tag = "busy (a CPU burner on one core)" if burn else "quiet"
+        rate = r["rows"] / r["done_s"]
+        print(f"   wire-proxy, {tag}: relay {r['relay_s']:.2f} s, recording complete at "
+              f"{r['done_s']:.2f} s ({r['tail_s']:.2f} s after the relay)")
+        print(f"     rows/s end to end {rate:,.0f} (target >= {TARGET_ROWS_S:,} for 200 B)"
+              f"{'' if not plain else f' = {rate / (rows / secs):.2f}x the plain load'}")
+        print(f"     loader VmHWM {r['hwm_mb']:.0f} MB (target <= {TARGET_RSS_MB} MB)"
+              f"{'' if r['found_loader'] else ' (loader not seen)'}; DB {r['db_mb']:.0f} MB")
+        print(f"     rows {r['rows']:,} of {r['expected']:,}; lost_frames {r['lost']}; "
+              f"proxy exit {r['rc']}")
+        ok = ok and r["rows"] + (r["lost"] or 0) == r["expected"]
+    os.unlink(frames)
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ten-million", action="store_true")
+    ap.add_argument("--busy", action="store_true")
+    args = ap.parse_args()
+    print(f"uptime: {os.getloadavg()}")
+    small = 200_000 if args.quick else 10_000_000 if args.ten_million else 1_000_000
+    big_mib = 256 if args.quick else 1024
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="bench-loader-") as tmp:
+        ok &= case("small frames", 200, small // 2, tmp, args.busy, plain=True)
+        ok &= case("2 MiB frames", 2 << 20, big_mib // 2, tmp, False, plain=False)
+    print(f"\nuptime: {os.getloadavg()}")
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
