@@ -294,6 +294,7 @@ def parts(db: str, runs: int, clock: str = "wall") -> dict[str, float]:
 # smallest, the median and the largest of the file (a loader stores one session).
 HOOK = r"""
 import json, sys, time
+import duckdb  # noqa: F401  (a loader has it already)
 from wire_recorder.recorder.store import open_store
 t = time.perf_counter()
 from wire_recorder.analysis.summary import write_summaries
@@ -305,6 +306,11 @@ with open_store(sys.argv[1]) as store:
         t, c = time.perf_counter(), time.process_time()
         write_summaries(store.con, [sid])
         out[f"{label} session ({n:,} rows)"] = (time.perf_counter() - t, time.process_time() - c)
+    # below MIN_STORED_ROWS the step only counts the session's rows
+    from wire_recorder.analysis.summary import after_load
+    t, c = time.perf_counter(), time.process_time()
+    after_load(store, "no-such-session")
+    out["a session under MIN_STORED_ROWS (skipped)"] = (time.perf_counter() - t, time.process_time() - c)
 print(json.dumps(out))
 """
 
