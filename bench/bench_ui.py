@@ -12,9 +12,11 @@ another for the session view. Numbers:
 * index built: the background read of every session (attach, views, the index query), once;
 * index served: GET /api/index of the first page sorted by start, and with a search word and a
   sort on tokens (median of 20 each) — what the page asks on every keystroke;
-* files_index cold / warm: a folder of 10,000 one-session files (wire-proxy's default layout,
-  `--files`), the index built with no cache, then again as a second start does (rows of
-  unchanged files from the index cache);
+* files cold / warm: folders of 10,000 one-session files (wire-proxy's default layout,
+  `--files`), with the summary the loader stores and without it (older files): the index built
+  with no cache (first rows shown, every row, then the search text), then again as a second
+  start does (rows of unchanged files from the index cache), beside the floor measured in the
+  same run (ATTACH, one read, DETACH a file) and the cache's size;
 * first paint: from navigating Chromium to the session to the first conversation items in the
   DOM (the first 500 items are asked for beside the header, cards and timeline, and drawn
   first); cold (read from the file) and warm (cached on the server).
@@ -108,35 +110,96 @@ def get(base: str, token: str, path: str) -> tuple[dict, float]:
     return orjson.loads(body), time.perf_counter() - t0
 
 
-def files_case(d: str, n: int) -> None:
-    """wire-proxy's default layout: a file per session. `n` copies of one small recording in a
-    folder; the index built cold (no cache) and warm (a second start: every file unchanged, its
-    rows from the index cache), in this process as wire-ui's background build does it."""
-    import shutil
+def attach_floor(files: list[str]) -> float:
+    """ms a file of the least any index must do: ATTACH read-only, read one row, DETACH (one
+    core, the same files)."""
+    import duckdb
+
+    con = duckdb.connect(":memory:", config={"threads": 1})
+    t = time.perf_counter()
+    for f in files:
+        con.execute(f"ATTACH '{f}' AS r (READ_ONLY)")
+        con.execute("SELECT value FROM r.meta LIMIT 1").fetchall()
+        con.execute("DETACH r")
+    con.close()
+    return (time.perf_counter() - t) / len(files) * 1000
+
+
+def timed_build(folder: str, cache: str) -> dict:
+    """One index build as wire-ui's background thread runs it: when the first rows, every row
+    and the search text were served."""
+    import threading
 
     from wire_recorder.analysis.ui.data import Catalog
 
-    folder = os.path.join(d, "sessions")
-    os.makedirs(folder, exist_ok=True)
+    cat = Catalog([folder], cache=cache)
+    th = threading.Thread(target=cat.build)
+    t = time.perf_counter()
+    th.start()
+    first = rows = None
+    while th.is_alive():
+        if first is None and cat.rows:
+            first = time.perf_counter() - t
+        if rows is None and cat.ready:
+            rows = time.perf_counter() - t
+        time.sleep(0.005)
+    th.join()
+    done = time.perf_counter() - t
+    return {"first": first if first is not None else done, "rows": rows if rows is not None else done,
+            "search": done, "sessions": len(cat.rows), "read": cat.files_read,
+            "problems": cat.problems[:2]}
+
+
+def files_case(d: str, n: int) -> None:
+    """wire-proxy's default layout: a file per session. `n` copies of one small recording in a
+    folder, with the summary the loader stores (`stored`) and without (`computed`: files of an
+    older wire-recorder); the index built cold (no cache) and warm (a second start: rows of
+    unchanged files from the index cache), as wire-ui's background build does it. The floor:
+    an ATTACH, one read and a DETACH a file, on one core, and that over two cores for n files."""
+    import shutil
+
+    from wire_recorder.analysis.summary import write_summaries
+
     seed = os.path.join(d, "seed.db")
     if not os.path.exists(seed):
         write(seed, 1, 1, "one")
-    t = time.perf_counter()
-    for i in range(n):
-        f = os.path.join(folder, f"{i:06d}.db")
-        if not os.path.exists(f):
-            shutil.copyfile(seed, f)
-    print(f"files: {n:,} recordings copied in {time.perf_counter() - t:.1f} s")
-    cache = os.path.join(d, "ui-index.json")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(cache)
-    for label in ("cold", "warm"):
-        cat = Catalog([folder], cache=cache)
-        t = time.perf_counter()
-        cat.build()
-        took = time.perf_counter() - t
-        print(f"files_index_{label}_s      {took:,.3f}  ({len(cat.rows):,} sessions, "
-              f"{cat.files_read:,} files read, {took / n * 1000:.2f} ms a file)")
+    seeds = {"computed": seed, "stored": os.path.join(d, "seed-summary.db")}
+    if not os.path.exists(seeds["stored"]):
+        shutil.copyfile(seed, seeds["stored"])
+        st = open_store(seeds["stored"])
+        write_summaries(st.con)
+        st.con.execute("CHECKPOINT")
+        st.close()
+    for label, src in seeds.items():
+        folder = os.path.join(d, f"sessions-{label}")
+        os.makedirs(folder, exist_ok=True)
+        for i in range(n):
+            f = os.path.join(folder, f"{i:06d}.db")
+            if not os.path.exists(f):
+                shutil.copyfile(src, f)
+    some = sorted(os.listdir(os.path.join(d, "sessions-stored")))[:min(n, 2000)]
+    floor = attach_floor([os.path.join(d, "sessions-stored", f) for f in some])
+    print(f"files: {n:,} one-session files; floor (attach + one read + detach) "
+          f"{floor:.2f} ms a file on one core = {floor * n / 2000:.1f} s for {n:,} on two")
+    for label in seeds:
+        cache = os.path.join(d, f"ui-index-{label}.bin")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(cache)
+        for run in ("cold", "warm"):
+            r = timed_build(os.path.join(d, f"sessions-{label}"), cache)
+            print(f"files_{label}_{run:4}  first rows {r['first']:7.3f} s  all rows {r['rows']:7.3f} s "
+                  f"({r['rows'] / n * 1000:.2f} ms a file: {r['rows'] * 1000 / n / floor:.1f}x "
+                  f"the one-core floor, {r['rows'] * 1000 / n / floor * 2:.1f}x the two-core "
+                  f"one)  search text {r['search']:7.3f} s  "
+                  f"({r['sessions']:,} sessions, {r['read']:,} files read) {r['problems'] or ''}")
+        import zlib
+
+        size = os.path.getsize(cache)
+        with open(cache, "rb") as fh:
+            plain = len(zlib.decompress(fh.read()))
+        # the copies' text is all alike, which flatters the compression: both sizes shown
+        print(f"files_{label}_cache   {size / 1e6:.1f} MB ({size / n:,.0f} B a session; "
+              f"{plain / n:,.0f} B a session before compression)")
 
 
 def main() -> None:

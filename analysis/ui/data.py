@@ -286,7 +286,9 @@ class _Batches:
                 n = os.path.getsize(p)
             except OSError:
                 n = 0
-            if not groups or len(groups[-1]) >= BATCH or size + n > BATCH_BYTES:
+            # the first batch small: its rows are on the page while the others are read
+            full = BATCH if len(groups) > 1 else BATCH // 4
+            if not groups or len(groups[-1]) >= full or size + n > BATCH_BYTES:
                 groups.append([])
                 size = 0
             groups[-1].append(p)
@@ -295,11 +297,12 @@ class _Batches:
             self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
         pool = self.pool if len(todo) >= PROCESSES_FROM else None
         with ThreadPoolExecutor(max_workers=2) as ex:
-            futures = [ex.submit(pool.read, g, what) for g in groups] if pool else None
+            # the first batch here, while the workers start: its rows are on the page sooner
+            futures = [None] + [ex.submit(pool.read, g, what) for g in groups[1:]] if pool else None
             for n, group in enumerate(groups):
                 try:
-                    res = (futures[n].result() if futures is not None
-                           else coldindex.read_files(group, what))
+                    fut = futures[n] if futures is not None else None
+                    res = fut.result() if fut is not None else coldindex.read_files(group, what)
                 except Exception:  # noqa: BLE001 - a worker's failure: each file on its own
                     res = self._one_by_one(group, what)
                 yield group, res
