@@ -209,6 +209,15 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
 
     from ..views import install_views
 
+    if len(versions) == 1:  # a file alone (a big one is): its views read it in place
+        (alias, version), = versions.items()
+        con.execute(f"CREATE TEMP VIEW frames AS SELECT {FRAMES.select_list(version)} "
+                    f"FROM {alias}.frames")
+        con.execute(f"CREATE TEMP VIEW sessions AS SELECT {SESSIONS.select_list(version)}, "
+                    f"{_q(attached[alias])} AS source_file FROM {alias}.sessions")
+        present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
+        install_views(con, temp=True, materialize=True, protocols=present)
+        return {attached[alias]: [r | {"stored": False} for r in summary_rows(con)]}
     con.execute(FRAMES.create_current("ix_frames"))
     con.execute(SESSIONS.create_current("ix_sessions", "source_file VARCHAR")
                 .replace(" PRIMARY KEY", ""))

@@ -185,7 +185,8 @@ class Live:
 
 
 BATCH = 100  # files attached at once while indexing (one catalog check, one copy for the views)
-BATCH_BYTES = 256 << 20  # and at most this much of them (a bigger file is a batch alone)
+BATCH_BYTES = 256 << 20  # and at most this much of them
+BIG_FILE = 32 << 20  # a file this big is a batch alone (read in place, not copied)
 PROCESSES_FROM = 300  # files to read before worker processes pay for their start (~0.5 s)
 CHUNK = 2000  # frames read from the file at a time for the conversation
 
@@ -288,7 +289,8 @@ class _Batches:
                 n = 0
             # the first batch small: its rows are on the page while the others are read
             full = BATCH if len(groups) > 1 else BATCH // 4
-            if not groups or len(groups[-1]) >= full or size + n > BATCH_BYTES:
+            if (not groups or len(groups[-1]) >= full or size + n > BATCH_BYTES
+                    or n > BIG_FILE or size > BIG_FILE):
                 groups.append([])
                 size = 0
             groups[-1].append(p)
