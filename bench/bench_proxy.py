@@ -428,6 +428,8 @@ def bench_memory(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         res = run_stream(proxy_cmd(db, ["cat"], wait=wait), stream, keep_output=False,
                          poll_rss=True, stderr_path=tmp.file("stderr.txt"))
         pk = res.peak
+        # a proxy that exits before its loader is done leaves it to finish: as long as --wait
+        res.exit_s += wait_recorded(tmp.path, timeout=wait)
         # a spool left means the proxy gave up waiting (--wait); a loader still winding down
         # after it said "stored" is not unfinished
         unfinished = bool(spool_leftovers(tmp.path)) and is_loader_alive(pk.get("loader_pid"))
