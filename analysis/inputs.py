@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 
 from wire_recorder.recorder.errors import NoRecordings, NotARecording
+from wire_recorder.recorder.handoff import exists_after_loaders
 
 GLOB_CHARS = set("*?[")
 
@@ -34,7 +35,7 @@ def expand(specs: list[str], in_folder: Callable[[str], list[str]], empty_folder
             if not hits:
                 raise NoRecordings(empty_folder.format(spec))
             out.extend(hits)
-        elif not os.path.exists(spec):
+        elif not exists_after_loaders(spec):  # (a loader may be creating it)
             raise NotARecording(f"{spec}: no such file")
         else:
             out.append(spec)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.proxy import echo_agent_cmd
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.store import INLINE_MAX
 
 BIN = Path(sys.executable).parent
@@ -51,6 +52,7 @@ def test_wire_proxy_recording_db_sidecar_and_folders(tmp_path, out):
     p = run("wire-proxy", "-q", "--db", db, "--", *echo_agent_cmd(), data=data)
     assert p.returncode == 0, p.stderr
     assert p.stdout == data  # relayed as it came
+    wait_for_loaders(str(db))  # the proxy exits before its loader has stored the session
     assert Path(f"{db}.blobs").exists()
     # no spool left, the DB, its sidecar and the folders made for them: owner only
     assert sorted(x.name for x in db.parent.iterdir()) == ["rec.db", "rec.db.blobs"]

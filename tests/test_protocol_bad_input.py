@@ -41,7 +41,8 @@ def mcp_bad(tmp_path_factory, mcp_peers):
     server = str(ROOT / ".peers" / "mcp2" / "bin" / "mcp-server-time")
     # id 7 twice in one write: the second is recorded while the first is unanswered
     client = INIT + INITIALIZED + BATCH + WIRE_PROMPT + CALL + CALL + LIST
-    proc = subprocess.Popen([WIRE_PROXY, "--db", db, "--", server, "--local-timezone", "UTC"],
+    proc = subprocess.Popen([WIRE_PROXY, "--wait", "60", "--db", db, "--", server,
+                             "--local-timezone", "UTC"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write(client)
     proc.stdin.flush()
@@ -112,7 +113,8 @@ def test_kimi_acp_crashing_on_a_batch_line_is_relayed_and_recorded(tmp_path, kim
     batch = line([{"jsonrpc": "2.0", "id": 1, "method": "session/new",
                    "params": {"cwd": str(tmp_path), "mcpServers": []}}])
     with AcpRun.create([], kimi=kimi_exe) as run:
-        proc = subprocess.Popen([WIRE_PROXY, "--db", db, "--", *run.argv()], env=run.env(),
+        proc = subprocess.Popen([WIRE_PROXY, "--wait", "60", "--db", db, "--", *run.argv()],
+                                env=run.env(),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdin.write(init)
         proc.stdin.flush()

@@ -35,7 +35,8 @@ def test_locked_db_records_into_a_sibling_and_says_so(tmp_path):
     holder = duckdb.connect(str(db))  # another process-like holder of the write lock
     try:
         holder.execute("CREATE TABLE other(x INT)")
-        res = run_proxy(["--db", str(db), "--", *echo_agent_cmd()], FRAMES)
+        # --wait: the loader's note comes after the proxy's exit otherwise (to loader.log)
+        res = run_proxy(["--wait", "60", "--db", str(db), "--", *echo_agent_cmd()], FRAMES)
     finally:
         holder.close()
     assert res.returncode == 0
