@@ -321,15 +321,27 @@ def _read_files(paths: list[str], what: str) -> dict[str, Any]:
         versions, stored = _check(con, attached, problems)
         lock(con)
         if what == "text":
-            for alias, version in versions.items():
-                p = attached[alias]
+            def said(part: list[tuple[str, int]]) -> list[tuple]:
+                return con.execute(" UNION ALL ".join(
+                    f"SELECT '{a}', * FROM ({text_sql(f'(SELECT {FRAMES.select_list(v)} FROM {a}.frames)')})"
+                    for a, v in part)).fetchall()
+
+            items = list(versions.items())
+            for i in range(0, len(items), 10):
                 try:
-                    got = con.execute(text_sql(
-                        f"(SELECT {FRAMES.select_list(version)} FROM {alias}.frames)")).fetchall()
-                except duckdb.Error as e:
-                    problems[p] = damaged(p, e).one_line()
-                    continue
-                text[p] = {sid: unescape(t) for sid, t in got}
+                    got = said(items[i:i + 10])
+                except duckdb.Error:
+                    got = []
+                    for one in items[i:i + 10]:
+                        try:
+                            got += said([one])
+                        except duckdb.Error as e:
+                            problems[attached[one[0]]] = damaged(attached[one[0]], e).one_line()
+                for a, _ in items[i:i + 10]:
+                    if attached[a] not in problems:
+                        text.setdefault(attached[a], {})
+                for a, sid, t in got:
+                    text[attached[a]][sid] = unescape(t)
             return {"text": text, "problems": problems, "busy": busy}
         need_views: dict[str, int] = {a: v for a, v in versions.items() if a not in stored}
         have = [(a, v) for a, v in versions.items() if a in stored]
