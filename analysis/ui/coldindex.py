@@ -378,11 +378,15 @@ class Workers:
     def __init__(self, n: int = 2):
         self.idle: queue.Queue[subprocess.Popen] = queue.Queue()
         self.all: list[subprocess.Popen] = []
-        for _ in range(n):
-            p = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            self.all.append(p)
-            self.idle.put(p)
+        try:
+            for _ in range(n):
+                p = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                self.all.append(p)
+                self.idle.put(p)
+        except OSError:
+            self.close()
+            raise
 
     def read(self, paths: list[str], what: str) -> dict[str, Any]:
         p = self.idle.get()

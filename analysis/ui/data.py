@@ -296,7 +296,10 @@ class _Batches:
             groups[-1].append(p)
             size += n
         if self.pool is None and len(todo) >= PROCESSES_FROM:
-            self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
+            try:
+                self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
+            except OSError:  # no process to be had: this thread reads them all
+                self.pool = None
         pool = self.pool if len(todo) >= PROCESSES_FROM else None
         with ThreadPoolExecutor(max_workers=2) as ex:
             # the first batch here, while the workers start: its rows are on the page sooner
