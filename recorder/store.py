@@ -437,6 +437,9 @@ def open_store(path: str, read_only: bool = False) -> Store:
             _PRIVATE.leave()
             raise
         return Store(path, con, False, version)
+    from .handoff import wait_for_loaders
+
+    wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     con = _connect(path, read_only=True)
     try:
         check_base_tables(con, path)
