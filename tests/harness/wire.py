@@ -11,6 +11,7 @@ behind a command prefix such as `wire-proxy --db X --`, and drives it with the s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,11 @@ def run_scenario(
             cwd=run.workdir,
             timeout=timeout if timeout is not None else scenario.timeout,
         )
+        if argv and os.path.basename(argv[0]) == "wire-proxy":
+            # it exits before its loader has stored the session: wait as a reader does
+            from tests.harness.proxy import settle
+
+            settle(argv[1:], run_env)
         result.context.update(
             scenario=scenario.name,
             session_id=scenario.session_id,
