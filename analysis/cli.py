@@ -95,10 +95,11 @@ def stats_cmd(
     from .output import Progress
     from .sources import open_workspace
     from .stats import STEPS, render_summary, summarize
-    from .views import VIEW_NAMES
 
-    with Progress("summarizing", total=len(VIEW_NAMES) + STEPS) as bar:
-        with open_workspace(dbs, progress=bar.step) as ws:
+    with Progress("summarizing", total=STEPS) as bar:
+        # no views: sessions with a stored summary never read them (stats installs them for
+        # sessions without)
+        with open_workspace(dbs, views=False, progress=bar.step) as ws:
             ids = [ws.resolve_session(s) for s in session] if session else None
             summary = summarize(ws, ids, progress=bar.step)
     if fmt is SummaryFormat.JSON:

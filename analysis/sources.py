@@ -26,6 +26,7 @@ from wire_recorder.recorder.errors import (
     QueryError,
     SchemaTooNew,
 )
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.model import COLUMNS, FRAMES, SESSIONS
 from wire_recorder.recorder.sessions import pick_session
 from wire_recorder.recorder.store import (
@@ -97,6 +98,7 @@ def _sql_str(s: str) -> str:
 def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     """ATTACH one recording read-only, with the checks that make bad input one clear line.
     Returns its schema version."""
+    wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     if not os.access(path, os.R_OK):
         raise NotARecording(f"{path} is not readable", "check its permissions")
     if os.path.getsize(path) == 0 or not is_duckdb_file(path):
@@ -150,8 +152,11 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
 def open_workspace(specs: list[str], memory_limit: str = "2GB",
                    materialize: bool = True, unsafe: bool = False,
                    out_dir: str | None = None,
-                   progress: Callable[[str], None] | None = None) -> Workspace:
-    """Attach every input and install the views. Raises UserError subclasses for bad input.
+                   progress: Callable[[str], None] | None = None,
+                   views: bool = True) -> Workspace:
+    """Attach every input and install the views (`views` False: `frames` and `sessions` only,
+    for a caller that may need none: wire-stats over stored summaries). Raises UserError
+    subclasses for bad input.
     materialize: compute the shared `wr_events` once (worth it whenever a derived view is read).
     Then SQL on the connection has no file access (`lock`) unless `unsafe`; `out_dir` is the one
     folder it may write (wire-export's Parquet). progress: called per view made (install_views)."""
@@ -203,8 +208,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
         con.execute("CREATE TEMP VIEW sessions AS " + "\nUNION ALL ".join(session_parts))
         # the inputs are read-only: the protocols seen now are all the views will ever see
         present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
-        install_views(con, temp=True, materialize=materialize, protocols=present,
-                      progress=progress)
+        if views:
+            install_views(con, temp=True, materialize=materialize, protocols=present,
+                          progress=progress)
         if out_dir is not None:
             readable.append(os.path.join(os.path.abspath(out_dir), ""))
         if readable:

@@ -143,8 +143,10 @@ def test_each_protocol_name_is_used_by_its_adapter():
 
 DEFINES_SQL = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:VIEW|MACRO)"
                          r"\s+(\w+)", re.I)
-# views made from Python on purpose: the union of a workspace's input files
-WORKSPACE_VIEWS = {("analysis/sources.py", "frames"), ("analysis/sources.py", "sessions")}
+# views made from Python on purpose: the union of a workspace's input files, and the one
+# session a stored summary is computed over
+WORKSPACE_VIEWS = {("analysis/sources.py", "frames"), ("analysis/sources.py", "sessions"),
+                   ("analysis/summary.py", "frames"), ("analysis/summary.py", "sessions")}
 
 
 def test_the_analysis_sql_is_not_in_python_strings():
