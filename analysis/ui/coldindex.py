@@ -228,23 +228,30 @@ def summary_rows(con: Any, sessions: str = "SELECT * FROM sessions") -> list[dic
 def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str],
                      problems: dict[str, str]) -> dict[str, list[dict]]:
     """Index rows of files without a stored summary: their base tables copied into memory, the
-    analysis views installed once over the copy, the summary statement run once."""
+    analysis views made once over the copy, the summary statement run once."""
     import duckdb
 
     from wire_recorder.recorder.model import FRAMES, SESSIONS
     from wire_recorder.recorder.store import damaged
 
-    from ..views import install_views
+    from ..summary import _compute
 
-    if len(versions) == 1:  # a file alone (a big one is): its views read it in place
+    def computed(frames_from: str, sessions_from: str) -> list[dict]:
+        """The summary's own views over these tables (analysis.summary: one definition)."""
+        ids = [r[0] for r in con.execute(f"SELECT DISTINCT session_id FROM {sessions_from}")
+               .fetchall()]
+        if not ids:
+            return []
+        _compute(con, frames_from, sessions_from, ids, "TEMP TABLE ix_sum")
+        return [r | {"stored": False} for r in _dicts(con.execute(_ROW_SQL.format(
+            sessions=f"SELECT * FROM {sessions_from}", summaries="SELECT * FROM ix_sum")))]
+
+    if len(versions) == 1:  # a file alone (a big one is): read in place
         (alias, version), = versions.items()
-        con.execute(f"CREATE TEMP VIEW frames AS SELECT {FRAMES.select_list(version)} "
-                    f"FROM {alias}.frames")
-        con.execute(f"CREATE TEMP VIEW sessions AS SELECT {SESSIONS.select_list(version)}, "
-                    f"{_q(attached[alias])} AS source_file FROM {alias}.sessions")
-        present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
-        install_views(con, temp=True, materialize=True, protocols=present)
-        return {attached[alias]: [r | {"stored": False} for r in summary_rows(con)]}
+        return {attached[alias]: computed(
+            f"(SELECT {FRAMES.select_list(version)} FROM {alias}.frames)",
+            f"(SELECT {SESSIONS.select_list(version)}, {_q(attached[alias])} AS source_file "
+            f"FROM {alias}.sessions)")}
     con.execute(FRAMES.create_current("ix_frames"))
     con.execute(SESSIONS.create_current("ix_sessions", "source_file VARCHAR")
                 .replace(" PRIMARY KEY", ""))
@@ -278,14 +285,10 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
                     copy([(alias, version)])
                 except duckdb.Error as e:
                     problems[attached[alias]] = damaged(attached[alias], e).one_line()
-    con.execute("CREATE TEMP VIEW frames AS SELECT * FROM ix_frames")
-    con.execute("CREATE TEMP VIEW sessions AS SELECT * FROM ix_sessions")
-    present = {r[0] for r in con.execute("SELECT DISTINCT protocol FROM sessions").fetchall()}
-    install_views(con, temp=True, materialize=True, protocols=present)
     out: dict[str, list[dict]] = {}
-    for r in summary_rows(con):
+    for r in computed("ix_frames", "ix_sessions"):
         alias, _, sid = r["session_id"].partition(":")
-        r["session_id"], r["stored"] = sid, False
+        r["session_id"] = sid
         out.setdefault(attached[alias], []).append(r)
     return out
 

@@ -108,6 +108,8 @@ def index_row(r: dict, text: str | None = None) -> dict:
     out["tags"] = _parsed(out["tags"])
     out["live"] = False
     out["_text"] = text.lower() if text is not None else None
+    if isinstance(out["duration_ms"], float):  # the same from SQL's epochs and Python's dates
+        out["duration_ms"] = round(out["duration_ms"], 3)
     for k in ("started_at", "ended_at"):
         out[k] = _json_safe(out.get(k))
     return out
