@@ -437,6 +437,7 @@ class Catalog:
                 problems.append(e.one_line())
             read += 1
             self.progress = (read, len(todo))
+        published = 0.0
         with _Batches(dbs) as batches:
             for group, res in batches.run("rows"):
                 noted(res)
@@ -444,8 +445,11 @@ class Catalog:
                     self._file_rows[p] = (sigs[p], [r | {"source_file": p} for r in got])
                 read += len(group)
                 self.progress = (read, len(todo))
-                if not self.ready:  # the first build: what is read so far is served already
+                # the first build: what is read so far is served already (each copy of the
+                # rows costs the reading, so at most twice a second; the page asks once)
+                if not self.ready and time.monotonic() - published > 0.5:
                     self._publish(paths, busy)
+                    published = time.monotonic()
             self._finish(paths, spools, problems, t0)
             if todo:
                 self._save(paths, sigs)
