@@ -40,8 +40,9 @@ OTHER_BLOCKS = (64 * 1024, 256 * 1024)
 
 def record(db: str, n: int, cwd: str) -> None:
     data = b"".join(make_frame(200, i) for i in range(n))
-    p = subprocess.run([WIRE_PROXY, "-q", "--db", db, "--", "cat"], input=data, cwd=cwd,
-                       capture_output=True, timeout=120)
+    # --wait: the file is measured right after; by default the proxy exits before its loader
+    p = subprocess.run([WIRE_PROXY, "-q", "--wait", "600", "--db", db, "--", "cat"], input=data,
+                       cwd=cwd, capture_output=True, timeout=120)
     if p.returncode != 0 or p.stdout != data:
         raise SystemExit(f"wire-proxy failed ({p.returncode}): {p.stderr.decode()[-500:]}")
 
