@@ -82,6 +82,43 @@ def write_all(fd: int, data) -> None:
         view = view[n:]
 
 
+def launch_echo_eof(argv: list[str], frame: bytes, stderr_path: str | None = None) -> dict:
+    """Launch argv (its agent prints its clock first: `sh -c 'date +%s%N; exec cat'`), send one
+    frame at once, read its echo, then close stdin and read to EOF. Times launch -> the agent's
+    first instruction (spawn_ms), launch -> echo (first_rt_ms), EOF sent -> exit (exit_ms);
+    eof_ns is when EOF was sent (perf_counter_ns), for what the caller times after it."""
+    errf = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+    t_launch = time.time_ns()
+    c0 = time.perf_counter_ns()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                         bufsize=0)
+    if stderr_path:
+        errf.close()
+    write_all(p.stdin.fileno(), frame)
+    buf = b""
+    t_echo = None
+    while True:
+        d = os.read(p.stdout.fileno(), 65536)
+        if not d:
+            break
+        buf += d
+        nl = buf.find(b"\n")
+        if nl >= 0 and len(buf) - nl - 1 >= len(frame):
+            t_echo = time.perf_counter_ns()
+            break
+    spawn_ns = int(buf[:buf.find(b"\n")])
+    c1 = time.perf_counter_ns()
+    p.stdin.close()
+    while os.read(p.stdout.fileno(), 65536):
+        pass
+    p.wait()
+    c2 = time.perf_counter_ns()
+    p.stdout.close()
+    return {"spawn_ms": (spawn_ns - t_launch) / 1e6,
+            "first_rt_ms": (t_echo - c0) / 1e6 if t_echo else float("nan"),
+            "exit_ms": (c2 - c1) / 1e6, "eof_ns": c1}
+
+
 def proxy_prefix(src: str | None) -> list[str] | None:
     """The command that runs wire-proxy: the .venv's, or (src) the package in another source
     tree, to compare two versions in one run. None (said why) when there is none."""

@@ -35,6 +35,7 @@ from _common import (  # noqa: E402
     TempDir,
     check_recording,
     is_loader_alive,
+    launch_echo_eof,
     make_frame,
     median,
     pct,
@@ -467,41 +468,6 @@ def bench_memory(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
 
 
 # -- 5. start-up ---------------------------------------------------------------------------------------
-def startup_once(argv, frame: bytes, stderr_path=None) -> dict:
-    """Launch argv (agent: `sh -c 'date +%s%N; exec cat'`), send one frame at once, and time
-    launch -> agent's first instruction (its clock) and launch -> echo of the frame."""
-    errf = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
-    t_launch = time.time_ns()
-    c0 = time.perf_counter_ns()
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
-                         bufsize=0)
-    if stderr_path:
-        errf.close()
-    write_all(p.stdin.fileno(), frame)
-    buf = b""
-    t_echo = None
-    while True:
-        d = os.read(p.stdout.fileno(), 65536)
-        if not d:
-            break
-        buf += d
-        nl = buf.find(b"\n")
-        if nl >= 0 and len(buf) - nl - 1 >= len(frame):
-            t_echo = time.perf_counter_ns()
-            break
-    t_spawn_ns = int(buf[:buf.find(b"\n")])
-    p.stdin.close()
-    c1 = time.perf_counter_ns()
-    while os.read(p.stdout.fileno(), 65536):
-        pass
-    p.wait()
-    c2 = time.perf_counter_ns()
-    p.stdout.close()
-    return {"spawn_ms": (t_spawn_ns - t_launch) / 1e6,
-            "first_rt_ms": (t_echo - c0) / 1e6 if t_echo else float("nan"),
-            "exit_after_eof_ms": (c2 - c1) / 1e6}
-
-
 def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
     agent = ["sh", "-c", "date +%s%N; exec cat"]
     frame = make_frame(200, 1)
@@ -516,7 +482,7 @@ def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
             tmp.clear()
             argv = (agent if v == "direct" else floor + agent if v == "python exec"
                     else proxy_cmd(tmp.file("st.db"), agent))
-            res[v].append(startup_once(argv, frame))
+            res[v].append(launch_echo_eof(argv, frame))
     med = {v: {k: median([x[k] for x in rs]) for k in rs[0]} for v, rs in res.items()}
     p90 = {v: {k: pct(sorted(x[k] for x in rs), 0.9) for k in rs[0]} for v, rs in res.items()}
     rep.data["startup"] = {"runs": res, "median": med, "p90": p90}
@@ -539,8 +505,8 @@ def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
     rep.row(sec, "launch->first RT", "direct", d["first_rt_ms"], "ms")
     rep.row(sec, "launch->first RT", "proxy", p["first_rt_ms"], "ms", "direct",
             p["first_rt_ms"] / d["first_rt_ms"])
-    rep.row(sec, "stdin EOF->exit", "direct", d["exit_after_eof_ms"], "ms")
-    rep.row(sec, "stdin EOF->exit", "proxy (waits for its loader)", p["exit_after_eof_ms"], "ms")
+    rep.row(sec, "stdin EOF->exit", "direct", d["exit_ms"], "ms")
+    rep.row(sec, "stdin EOF->exit", "proxy (waits for its loader)", p["exit_ms"], "ms")
 
 
 # -- main ------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, TempDir, make_frame, median, pct, say, write_all  # noqa: E402
+from _common import ROOT, TempDir, launch_echo_eof, make_frame, median, pct, say  # noqa: E402
 
 SPAWN_BEYOND_FLOOR_MS = 10.0
 EXIT_MAX_MS = 50.0
@@ -50,40 +50,13 @@ def wheel_venv(tmp: TempDir) -> str:
 
 
 def once(argv: list[str], frame: bytes, spool_dir: str | None = None) -> dict:
-    """Launch, write one frame at once, read its echo; then EOF: time to exit and (spool_dir)
-    until no spool is left there."""
-    t_launch = time.time_ns()
-    c0 = time.perf_counter_ns()
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, bufsize=0)
-    write_all(p.stdin.fileno(), frame)
-    buf = b""
-    t_echo = None
-    while True:
-        d = os.read(p.stdout.fileno(), 65536)
-        if not d:
-            break
-        buf += d
-        nl = buf.find(b"\n")
-        if nl >= 0 and len(buf) - nl - 1 >= len(frame):
-            t_echo = time.perf_counter_ns()
-            break
-    spawn_ns = int(buf[:buf.find(b"\n")])
-    c1 = time.perf_counter_ns()
-    p.stdin.close()
-    while os.read(p.stdout.fileno(), 65536):
-        pass
-    p.wait()
-    c2 = time.perf_counter_ns()
-    p.stdout.close()
-    out = {"spawn_ms": (spawn_ns - t_launch) / 1e6,
-           "first_rt_ms": (t_echo - c0) / 1e6 if t_echo else float("nan"),
-           "exit_ms": (c2 - c1) / 1e6}
+    """launch_echo_eof, then (spool_dir) the time from EOF until no spool is left there."""
+    out = launch_echo_eof(argv, frame)
     if spool_dir is not None:
         deadline = time.monotonic() + 60
         while glob.glob(os.path.join(spool_dir, "*.spool")) and time.monotonic() < deadline:
             time.sleep(0.001)
-        out["complete_ms"] = (time.perf_counter_ns() - c1) / 1e6
+        out["complete_ms"] = (time.perf_counter_ns() - out["eof_ns"]) / 1e6
     return out
 
 
