@@ -59,29 +59,10 @@ def _spools_in(folder: str) -> list[str]:
     return names
 
 
-def _held(path: str) -> bool:
-    """Whether a process (a loader, or a proxy still writing) holds the spool's lock."""
-    try:
-        import fcntl
-    except ImportError:
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # (closing lets go of a lock taken above)
-
-
 def handed_over(db: str) -> list[tuple[str, str]]:
     """(session id, spool path) of each session of `db` its proxy has handed to a loader that
     is still storing it."""
-    from .spool import writer_closed
+    from .spool import lock_held, writer_closed
 
     folder = os.path.dirname(os.path.abspath(db)) or "."
     base = os.path.basename(db) + "."
@@ -90,7 +71,7 @@ def handed_over(db: str) -> list[tuple[str, str]]:
         if not name.startswith(base):
             continue
         path = os.path.join(folder, name)
-        if writer_closed(path) and _held(path):
+        if writer_closed(path) and lock_held(path):
             found.append((name[len(base):-len(SPOOL_SUFFIX)], path))
     return found
 
@@ -103,13 +84,15 @@ def wait_for_loaders(db: str, limit: float | None = None, note_after: float = NO
     pending = [(sid, spool) for sid, spool in handed_over(db) if spool != skip]
     if not pending:
         return False
+    from .spool import lock_held
+
     if limit is None:
         limit = _limit()
     start = time.monotonic()
     noted = False
     while pending:
         sid, spool = pending[0]
-        if not os.path.exists(spool) or not _held(spool):
+        if not lock_held(spool):
             # stored and deleted, or its loader is gone (a leftover for `recover`)
             pending.pop(0)
             continue

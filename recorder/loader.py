@@ -32,6 +32,8 @@ from .spool import (
     STDERR,
     STREAM_NAMES,
     SpoolReader,
+    lock_held,
+    lock_shared,
     read_counters,
     writer_closed,
 )
@@ -466,35 +468,9 @@ class Ingest:
             time.sleep(0.2)
 
 
-def _lock_shared(path: str):
-    """Hold a shared lock on the spool while loading it, so recovery never loads it twice."""
-    try:
-        import fcntl
-
-        fd = os.open(path, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        return fd
-    except (ImportError, OSError):
-        return None
-
-
 def spool_is_orphan(path: str) -> bool:
-    try:
-        import fcntl
-    except ImportError:
-        return True
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    """A spool no live process holds (its proxy and loader are gone): recovery's to load."""
+    return lock_held(path) is False
 
 
 def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
@@ -532,7 +508,7 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
 def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> dict:
     """Load one spool into its DB. With follow=True, tail it until the proxy writes its end
     marker or dies. Returns a summary. The spool is deleted once its session is complete."""
-    lock_fd = _lock_shared(spool_path)
+    lock_fd = lock_shared(spool_path)
     reader = SpoolReader(spool_path)
     meta = reader.meta
     sid = meta["session_id"]

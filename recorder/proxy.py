@@ -136,8 +136,13 @@ def _start_loader(spool_path: str, note: _Notes):
     import subprocess
 
     from .handoff import NOTES_LOG_ENV, notes_log
+    from .spool import lock_shared
 
-    hold = _spool_hold(spool_path)
+    # A descriptor holding a shared lock on the spool, for the loader to inherit: the lock then
+    # passes from us to the loader without a gap, so a reader that comes after we exit but before
+    # the loader has started up sees a session being stored, not a leftover
+    # (recorder/handoff.py). The loader keeps it, unaware, until it exits.
+    hold = lock_shared(spool_path)
     r, w = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -160,26 +165,6 @@ def _start_loader(spool_path: str, note: _Notes):
         if hold is not None:
             os.close(hold)
     return proc, r
-
-
-def _spool_hold(spool_path: str) -> int | None:
-    """A descriptor holding a shared lock on the spool, for the loader to inherit: the lock
-    (which says "a live process owns this spool") then passes from us to the loader without a
-    gap, so a reader that comes after we exit but before the loader has started up sees a
-    session being stored, not a leftover (recorder/handoff.py). The loader keeps it, unaware,
-    until it exits."""
-    try:
-        import fcntl
-
-        fd = os.open(spool_path, os.O_RDONLY)
-    except (ImportError, OSError):
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 class _signals_for_main_thread_only:

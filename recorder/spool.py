@@ -436,6 +436,47 @@ class SpoolRecord:
         self.data = data
 
 
+# A shared lock on a spool says "a live process owns it": the proxy writing it, then the loader
+# storing it (the proxy hands its lock over: recorder/handoff.py). Recovery and readers only
+# probe it.
+
+def lock_shared(path: str) -> int | None:
+    """A descriptor holding a shared lock on the spool (the caller closes it to let go), or None
+    when the spool cannot be opened or locked."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY)
+    except (ImportError, OSError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def lock_held(path: str) -> bool | None:
+    """Whether a live process holds the spool's lock; None when it cannot be opened (gone), False
+    where there are no file locks."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (closing lets go of a lock taken above)
+
+
 def writer_closed(path: str) -> bool:
     """Whether the proxy closed this version-2 spool (even if its end marker never made it)."""
     try:
