@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from wire_recorder.recorder import protocols
+from wire_recorder.recorder.completing_dict import CompletedOnDemand
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.protocols.base import Adapter, Matcher, Request
 
@@ -41,46 +42,14 @@ from .recording import Msg
 __all__ = ["DEFAULT_MATCH_ON", "MATCHERS", "MATCHER_DOCS", "Matcher", "Request", "RequestBook",
            "fallback_answer", "matcher", "parse_match_on", "rewrite_answer"]
 
-class _Table(dict[str, Any]):
+class _Table(CompletedOnDemand[Any]):
     """MATCHERS and MATCHER_DOCS: the generic and in-tree adapters' matchers at import; those
     of third-party adapters (entry points, whose scan of every installed distribution costs
     10-30 ms a command) the first time a name is not found here or the whole table is read.
     The names and their order are the same as if all were registered at import."""
 
-    def _all(self) -> _Table:
+    def _complete(self) -> None:
         _adapter_matchers()
-        return self
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or dict.__contains__(self._all(), key)
-
-    def __getitem__(self, key: str) -> Any:
-        if dict.__contains__(self, key):
-            return dict.__getitem__(self, key)
-        return dict.__getitem__(self._all(), key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if dict.__contains__(self, key):
-            return dict.__getitem__(self, key)
-        return dict.get(self._all(), key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return dict.__iter__(self._all())
-
-    def __len__(self) -> int:
-        return dict.__len__(self._all())
-
-    def keys(self) -> Any:  # dict_keys, which typing cannot name
-        return dict.keys(self._all())
-
-    def values(self) -> Any:
-        return dict.values(self._all())
-
-    def items(self) -> Any:
-        return dict.items(self._all())
-
-    def __repr__(self) -> str:
-        return dict.__repr__(self._all())
 
 
 MATCHERS: dict[str, Matcher] = _Table()

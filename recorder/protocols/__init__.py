@@ -21,9 +21,9 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..completing_dict import CompletedOnDemand
 from .base import Adapter
 
 if TYPE_CHECKING:
@@ -38,51 +38,19 @@ LEGACY = "wire"
 
 
 
-class _Registry(dict[str, Adapter]):
+class _Registry(CompletedOnDemand[Adapter]):
     """The adapters by name, in detection order: the in-tree ones at once, the entry points'
     the first time anything else is asked for."""
 
     _scanned = False
     _lock = threading.Lock()
 
-    def _full(self) -> _Registry:
+    def _complete(self) -> None:
         if not self._scanned:
             with self._lock:
                 if not self._scanned:
                     _scan_entry_points()
                     self._scanned = True
-        return self
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or dict.__contains__(self._full(), key)
-
-    def __getitem__(self, key: str) -> Adapter:
-        if dict.__contains__(self, key):
-            return dict.__getitem__(self, key)
-        return dict.__getitem__(self._full(), key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if dict.__contains__(self, key):
-            return dict.__getitem__(self, key)
-        return dict.get(self._full(), key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return dict.__iter__(self._full())
-
-    def __len__(self) -> int:
-        return dict.__len__(self._full())
-
-    def keys(self) -> Any:  # dict_keys, which typing cannot name
-        return dict.keys(self._full())
-
-    def values(self) -> Any:
-        return dict.values(self._full())
-
-    def items(self) -> Any:
-        return dict.items(self._full())
-
-    def __repr__(self) -> str:
-        return dict.__repr__(self._full())
 
 
 ADAPTERS: dict[str, Adapter] = _Registry()
