@@ -36,6 +36,11 @@ PROXY = "wire-proxy"
 Main = Callable[..., int]
 
 
+# Set by wire-proxy for its loader (recorder/handoff.py): where the loader's notes go once the
+# proxy, which relays them to the client's stderr, has exited.
+NOTES_LOG_ENV = "WIRE_PROXY_LOADER_LOG"
+
+
 def say(prog: str, message: str) -> None:
     """One line on stderr: `PROG: message`. Written straight to fd 2 (no buffer to flush, safe
     in the relay process and in threads) and never raises."""
@@ -52,7 +57,7 @@ def _to_notes_log(line: bytes) -> None:
     """A loader whose proxy has exited (the reader of its stderr) writes its notes to the log
     the proxy named for it (recorder/handoff.py), stamped with the time, instead of losing
     them."""
-    log = os.environ.get("WIRE_PROXY_LOADER_LOG")
+    log = os.environ.get(NOTES_LOG_ENV)
     if not log:
         return
     import time

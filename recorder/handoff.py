@@ -30,9 +30,6 @@ WAIT_LIMIT_S = 60.0
 NOTE_AFTER_S = 1.0
 POLL_S = 0.02
 SPOOL_SUFFIX = ".spool"
-# Set by wire-proxy for its loader: where the loader's notes go once the proxy (which relays
-# them to the client's stderr) has exited.
-NOTES_LOG_ENV = "WIRE_PROXY_LOADER_LOG"
 NOTES_LOG_NAME = "loader.log"
 
 # folder -> (its mtime, spool names in it): a reader attaching thousands of files of one folder

@@ -13,7 +13,7 @@ import sys
 import time
 
 from . import __version__
-from .edge import PROXY, say
+from .edge import NOTES_LOG_ENV, PROXY, say
 from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 
@@ -135,7 +135,7 @@ def _start_loader(spool_path: str, note: _Notes):
     # `analysis` on the path as top-level names.)
     import subprocess
 
-    from .handoff import NOTES_LOG_ENV, notes_log
+    from .handoff import notes_log
     from .spool import lock_shared
 
     # A descriptor holding a shared lock on the spool, for the loader to inherit: the lock then
