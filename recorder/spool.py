@@ -159,9 +159,15 @@ def header_bytes(meta: dict) -> bytes:
     return bytes(head)
 
 
-def pack_record(salt: int, stream: int, mono: int, wall: int, data) -> bytes:
-    tail = REC_TAIL.pack(zlib.crc32(data, salt), len(data), stream, mono, wall)
+def pack_header(salt: int, stream: int, mono: int, wall: int, n: int, data_crc: int) -> bytes:
+    """A record's header for `n` bytes of data whose crc32 (seeded with the salt) is data_crc:
+    a relay thread checksums its chunk before it takes the writer's lock."""
+    tail = REC_TAIL.pack(data_crc, n, stream, mono, wall)
     return SYNC + _U32.pack(zlib.crc32(tail, salt)) + tail
+
+
+def pack_record(salt: int, stream: int, mono: int, wall: int, data) -> bytes:
+    return pack_header(salt, stream, mono, wall, len(data), zlib.crc32(data, salt))
 
 
 class SpoolWriter:
@@ -283,8 +289,8 @@ class SpoolWriter:
                 self._append_event(_gap_bytes(stream, self._dropped.pop(stream), QUEUE_FULL))
             parts = self._parts
             # stamped under the lock: records are in the file in the order of their times
-            tail = REC_TAIL.pack(dcrc, n, stream, time.monotonic_ns(), time.time_ns())
-            parts += (SYNC + _U32.pack(zlib.crc32(tail, self.salt)) + tail, data)
+            parts += (pack_header(self.salt, stream, time.monotonic_ns(), time.time_ns(), n,
+                                  dcrc), data)
             self._queued += n
             self._pending += n
             if self._queued > self.wake_bytes and not self._wake.is_set():
