@@ -39,7 +39,8 @@ def view_list() -> str:
     return "\n".join(f"{name}: {doc}" for name, doc in rows)
 
 
-def _q(text: str) -> str:
+def sql_str(text: str) -> str:
+    """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -60,7 +61,7 @@ def add_comments(con: duckdb.DuckDBPyConnection, temp: bool) -> None:
             [table.name]).fetchall()}
         if not have:
             continue
-        con.execute(f"COMMENT ON {kind} {table.name} IS {_q(TABLES[table.name])}")
+        con.execute(f"COMMENT ON {kind} {table.name} IS {sql_str(TABLES[table.name])}")
         for col in table.columns:
             if col.name in have:
-                con.execute(f"COMMENT ON COLUMN {table.name}.{col.name} IS {_q(col.doc)}")
+                con.execute(f"COMMENT ON COLUMN {table.name}.{col.name} IS {sql_str(col.doc)}")

@@ -28,7 +28,8 @@ from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
 from wire_recorder.recorder.transcript import write_session
 from wire_recorder.recorder.workdir import read_manifest
 
-from .sources import Workspace, _sql_str
+from .catalog import sql_str
+from .sources import Workspace
 
 
 def _session_row(ws: Workspace, sid: str) -> dict:
@@ -70,7 +71,7 @@ def _copy_frames_with_blobs(ws: Workspace, sid: str, fpath: str) -> None:
         ap.append_rows([f.row() for f in frames])
         ap.flush()
         ws.con.execute(f"COPY (SELECT {', '.join(COLUMNS)} FROM wr_export_frames ORDER BY seq) "
-                       f"TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
+                       f"TO {sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
     finally:
         ws.con.execute("DROP TABLE IF EXISTS wr_export_frames")
 
@@ -158,7 +159,7 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
         sdir = os.path.join(out_dir, "sessions", f"day={day}")
         fpath = os.path.join(fdir, safe + ".parquet")
         spath = os.path.join(sdir, safe + ".parquet")
-        q = _sql_str(sid)
+        q = sql_str(sid)
         try:
             make_private_dirs(fdir)
             make_private_dirs(sdir)
@@ -168,9 +169,9 @@ def export_parquet(ws: Workspace, out_dir: str, session_ids: list[str],
                 _copy_frames_with_blobs(ws, sid, fpath)
             else:
                 ws.con.execute(f"COPY (SELECT {cols} FROM frames WHERE session_id = {q} ORDER BY "
-                               f"seq) TO {_sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
+                               f"seq) TO {sql_str(fpath)} (FORMAT parquet, COMPRESSION zstd)")
             ws.con.execute(f"COPY (SELECT {scols} FROM sessions WHERE session_id = {q}) "
-                           f"TO {_sql_str(spath)} (FORMAT parquet)")
+                           f"TO {sql_str(spath)} (FORMAT parquet)")
             _keep_private(fpath)
             _keep_private(spath)
         except UserError:

@@ -41,6 +41,7 @@ from wire_recorder.recorder.store import (
     schema_version,
 )
 
+from .catalog import sql_str
 from .inputs import expand, files_below
 from .views import install_views
 
@@ -91,10 +92,6 @@ def is_parquet_export(path: str) -> bool:
         glob.glob(os.path.join(path, "frames", "**", "*.parquet"), recursive=True))
 
 
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     """ATTACH one recording read-only, with the checks that make bad input one clear line.
     Returns its schema version."""
@@ -105,7 +102,7 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
         raise NotARecording(f"{path} is not a DuckDB file",
                             "give a .db written by wire-proxy, or import a .jsonl with wire-import")
     try:
-        con.execute(f"ATTACH {_sql_str(path)} AS {alias} (READ_ONLY)")
+        con.execute(f"ATTACH {sql_str(path)} AS {alias} (READ_ONLY)")
     except duckdb.Error as e:
         msg = str(e)
         if is_lock_error(msg):
@@ -166,7 +163,7 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
     con = duckdb.connect(":memory:")
     readable: list[str] = []  # Parquet export folders: the only files the views read by path
     try:
-        con.execute(f"SET memory_limit = {_sql_str(memory_limit)}")
+        con.execute(f"SET memory_limit = {sql_str(memory_limit)}")
         frame_parts: list[str] = []
         session_parts: list[str] = []
         cols = ", ".join(COLUMNS)
@@ -175,8 +172,8 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
         for i, path in enumerate(paths):
             if os.path.isdir(path):
                 readable += [os.path.join(os.path.abspath(path), d, "") for d in ("frames", "sessions")]
-                fglob = _sql_str(os.path.join(path, "frames", "**", "*.parquet"))
-                sglob = _sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
+                fglob = sql_str(os.path.join(path, "frames", "**", "*.parquet"))
+                sglob = sql_str(os.path.join(path, "sessions", "**", "*.parquet"))
                 src = f"read_parquet({fglob}, hive_partitioning = false, union_by_name = true)"
                 # older exports lack the columns added since
                 have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
@@ -187,7 +184,7 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
                 shave = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {ssrc}").fetchall()}
                 sel = ", ".join(c.name if c.name in shave else f"NULL::{c.sql_type} AS {c.name}"
                                 for c in SESSIONS.columns)
-                session_parts.append(f"SELECT {sel}, {_sql_str(path)} AS source_file FROM {ssrc}")
+                session_parts.append(f"SELECT {sel}, {sql_str(path)} AS source_file FROM {ssrc}")
                 continue
             if path.endswith(".jsonl"):
                 if not have_memory:
@@ -199,7 +196,7 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             version = attach_db(con, path, alias)
             frame_parts.append(f"SELECT {frame_select(version)} FROM {alias}.frames")
             # older files lack the session columns added since (schema 4: redaction)
-            session_parts.append(f"SELECT {SESSIONS.select_list(version)}, {_sql_str(path)} "
+            session_parts.append(f"SELECT {SESSIONS.select_list(version)}, {sql_str(path)} "
                                  f"AS source_file FROM {alias}.sessions")
         if have_memory:
             frame_parts.append(f"SELECT {cols} FROM mem_frames")
@@ -215,7 +212,7 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             readable.append(os.path.join(os.path.abspath(out_dir), ""))
         if readable:
             # the views read these folders lazily, after the lock (which does not cover them)
-            con.execute(f"SET allowed_directories = [{', '.join(map(_sql_str, readable))}]")
+            con.execute(f"SET allowed_directories = [{', '.join(map(sql_str, readable))}]")
         if not unsafe:
             lock(con)
     except BaseException:

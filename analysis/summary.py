@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from .catalog import sql_str
 from .views import VIEWS_VERSION, install_views
 
 TABLE = "wr_session_summary"
@@ -61,10 +62,6 @@ def summary_sql() -> str:
     return _sql
 
 
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _ident(s: str) -> str:
     return '"' + s.replace('"', '""') + '"'
 
@@ -83,7 +80,7 @@ def _compute(cur: duckdb.DuckDBPyConnection, frames_from: str, sessions_from: st
     `frames` and `sessions`: temp views of only these sessions shadow any others on this
     cursor, so the cost is these sessions' frames whatever else the file or workspace holds
     (constant filters: DuckDB skips the other sessions' row groups)."""
-    where = f"session_id IN ({', '.join(map(_q, session_ids))})"
+    where = f"session_id IN ({', '.join(map(sql_str, session_ids))})"
     cur.execute(f"CREATE OR REPLACE TEMP VIEW frames AS SELECT * FROM {frames_from} WHERE {where}")
     cur.execute(f"CREATE OR REPLACE TEMP VIEW sessions AS SELECT * FROM {sessions_from} "
                 f"WHERE {where}")
@@ -202,7 +199,7 @@ def valid_rows_sql(catalog: str) -> str:
     return (f"SELECT s.* FROM {c}.main.{TABLE} s "
             f"LEFT JOIN (SELECT session_id, count(*) AS n, max(seq) AS m FROM {c}.main.frames "
             f"GROUP BY session_id) f ON f.session_id = s.session_id "
-            f"WHERE s.version = {_q(VERSION)} AND s.frame_rows = coalesce(f.n, 0) "
+            f"WHERE s.version = {sql_str(VERSION)} AND s.frame_rows = coalesce(f.n, 0) "
             f"AND s.max_seq IS NOT DISTINCT FROM f.m")
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from ..catalog import sql_str
+
 TEXT_CAP = 20000  # characters of search text per session
 _TEXT_SQL = """SELECT session_id, left(string_agg(array_to_string(regexp_extract_all(
     payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), ' ' ORDER BY seq),
@@ -36,10 +38,6 @@ FROM {frames}
 WHERE direction IN ('c2a', 'a2c') AND (contains(payload, '"text":"') OR contains(payload, '"think":"')
     OR contains(payload, '"user_input":"'))
 GROUP BY ALL"""
-
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def unescape(s: str | None) -> str:
@@ -72,7 +70,7 @@ def _attach(con: Any, paths: list[str], problems: dict[str, str], busy: list[str
             continue
         alias = f"rec{i}"
         try:
-            con.execute(f"ATTACH {_q(p)} AS {alias} (READ_ONLY)")
+            con.execute(f"ATTACH {sql_str(p)} AS {alias} (READ_ONLY)")
         except duckdb.Error as e:
             if is_lock_error(str(e)):
                 busy.append(p)
@@ -97,8 +95,8 @@ def _check(con: Any, attached: dict[str, str],
 
     if not attached:
         return {}, set()
-    dbs = ", ".join(_q(a) for a in attached)
-    names = ", ".join(_q(n) for n in RECORDER_TABLES)
+    dbs = ", ".join(sql_str(a) for a in attached)
+    names = ", ".join(sql_str(n) for n in RECORDER_TABLES)
     bad = con.execute(
         f"SELECT database_name, view_name, 'view' FROM duckdb_views() WHERE database_name IN "
         f"({dbs}) AND schema_name = 'main' AND view_name IN ({names}) UNION ALL "
@@ -112,7 +110,7 @@ def _check(con: Any, attached: dict[str, str],
                 f"{attached[alias]}: not a wire-recorder recording: {name} is a {what}").one_line()
     have = {(d, t) for d, t in con.execute(
         f"SELECT database_name, table_name FROM duckdb_tables() WHERE database_name IN ({dbs}) "
-        f"AND schema_name = 'main' AND table_name IN ({names}, {_q(TABLE)})").fetchall()}
+        f"AND schema_name = 'main' AND table_name IN ({names}, {sql_str(TABLE)})").fetchall()}
     out: dict[str, int] = {}
     tables = []
     for alias, p in attached.items():
@@ -185,7 +183,7 @@ def _stored_rows(con: Any, files: list[tuple[str, int]], paths: dict[str, str]) 
     from ..summary import TABLE, VERSION
 
     def union(part: str) -> str:
-        return " UNION ALL ".join(part.format(a=a, v=SESSIONS.select_list(v), p=_q(paths[a]))
+        return " UNION ALL ".join(part.format(a=a, v=SESSIONS.select_list(v), p=sql_str(paths[a]))
                                   for a, v in files)
 
     srows = _dicts(con.execute(union("SELECT '{a}' AS _alias, {v}, {p} AS source_file "
@@ -250,7 +248,7 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
         (alias, version), = versions.items()
         return {attached[alias]: computed(
             f"(SELECT {FRAMES.select_list(version)} FROM {alias}.frames)",
-            f"(SELECT {SESSIONS.select_list(version)}, {_q(attached[alias])} AS source_file "
+            f"(SELECT {SESSIONS.select_list(version)}, {sql_str(attached[alias])} AS source_file "
             f"FROM {alias}.sessions)")}
     con.execute(FRAMES.create_current("ix_frames"))
     con.execute(SESSIONS.create_current("ix_sessions", "source_file VARCHAR")
@@ -262,7 +260,7 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
 
     def sessions(alias: str, version: int) -> str:
         return (f"SELECT * REPLACE ('{alias}:' || session_id AS session_id) FROM "
-                f"(SELECT {SESSIONS.select_list(version)}, {_q(attached[alias])} "
+                f"(SELECT {SESSIONS.select_list(version)}, {sql_str(attached[alias])} "
                 f"FROM {alias}.sessions)")
 
     def copy(part: list[tuple[str, int]]) -> None:
