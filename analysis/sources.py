@@ -96,11 +96,7 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     """ATTACH one recording read-only, with the checks that make bad input one clear line.
     Returns its schema version."""
     wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
-    if not os.access(path, os.R_OK):
-        raise NotARecording(f"{path} is not readable", "check its permissions")
-    if os.path.getsize(path) == 0 or not is_duckdb_file(path):
-        raise NotARecording(f"{path} is not a DuckDB file",
-                            "give a .db written by wire-proxy, or import a .jsonl with wire-import")
+    check_file(path)
     try:
         con.execute(f"ATTACH {sql_str(path)} AS {alias} (READ_ONLY)")
     except duckdb.Error as e:
@@ -115,6 +111,20 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
         found = schema_version(con, path, alias)
     except duckdb.Error as e:
         raise damaged(path, e) from None
+    return check_version(path, found)
+
+
+def check_file(path: str) -> None:
+    """What is checked before a file is attached (a reader attaching many checks each so)."""
+    if not os.access(path, os.R_OK):
+        raise NotARecording(f"{path} is not readable", "check its permissions")
+    if os.path.getsize(path) == 0 or not is_duckdb_file(path):
+        raise NotARecording(f"{path} is not a DuckDB file",
+                            "give a .db written by wire-proxy, or import a .jsonl with wire-import")
+
+
+def check_version(path: str, found: int | None) -> int:
+    """The schema version of an attached recording, or why it cannot be read."""
     if found is None:
         raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
     if found > SCHEMA_VERSION:

@@ -198,15 +198,30 @@ def check_base_tables(con: duckdb.DuckDBPyConnection, path: str, catalog: str | 
     """Refuse a file whose `meta`, `frames` or `sessions` is anything but a base table: a view
     (or a macro) planted in an untrusted file would run its own SQL, e.g. read a local file, the
     moment a reader selects from it. Checked before anything in the file is read."""
-    db = "current_database()" if catalog is None else "'" + catalog.replace("'", "''") + "'"
-    names = ", ".join(f"'{n}'" for n in RECORDER_TABLES)
-    rows = con.execute(
-        f"SELECT view_name, 'view' FROM duckdb_views() WHERE database_name = {db} "
-        f"AND schema_name = 'main' AND view_name IN ({names}) "
-        f"UNION ALL SELECT function_name, 'macro' FROM duckdb_functions() "
-        f"WHERE database_name = {db} AND function_name IN ({names})").fetchall()
+    rows = planted(con, None if catalog is None else [catalog])
     if rows:
-        raise NotARecording(f"{path}: not a wire-recorder recording: {rows[0][0]} is a {rows[0][1]}")
+        raise NotARecording(planted_message(path, rows[0]))
+
+
+def planted(con: duckdb.DuckDBPyConnection,
+            catalogs: list[str] | None) -> list[tuple[str, str, str]]:
+    """(catalog, name, "view" or "macro") of each recorder table name that is not a base table
+    in these attached catalogs (None: the connection's own database), in one catalog scan (a
+    reader attaching many files checks them all at once)."""
+    if catalogs is None:
+        db = "= current_database()"
+    else:
+        db = "IN (" + ", ".join("'" + c.replace("'", "''") + "'" for c in catalogs) + ")"
+    names = ", ".join(f"'{n}'" for n in RECORDER_TABLES)
+    return [tuple(r) for r in con.execute(
+        f"SELECT database_name, view_name, 'view' FROM duckdb_views() WHERE database_name {db} "
+        f"AND schema_name = 'main' AND view_name IN ({names}) "
+        f"UNION ALL SELECT database_name, function_name, 'macro' FROM duckdb_functions() "
+        f"WHERE database_name {db} AND function_name IN ({names})").fetchall()]
+
+
+def planted_message(path: str, row: tuple[str, str, str]) -> str:
+    return f"{path}: not a wire-recorder recording: {row[1]} is a {row[2]}"
 
 
 def schema_version(con: duckdb.DuckDBPyConnection, path: str = "the file",

@@ -20,7 +20,6 @@ file is attached read-only.
 
 from __future__ import annotations
 
-import os
 import queue
 import subprocess
 import sys
@@ -55,18 +54,17 @@ def _attach(con: Any, paths: list[str], problems: dict[str, str], busy: list[str
     """alias -> path of the files attached read-only; the others are in problems or busy."""
     import duckdb
 
-    from wire_recorder.recorder.errors import NotARecording
-    from wire_recorder.recorder.store import damaged, is_duckdb_file, is_lock_error
+    from wire_recorder.recorder.errors import UserError
+    from wire_recorder.recorder.store import damaged, is_lock_error
+
+    from ..sources import check_file
 
     out: dict[str, str] = {}
     for i, p in enumerate(paths):
-        if not os.access(p, os.R_OK):
-            problems[p] = NotARecording(f"{p} is not readable", "check its permissions").one_line()
-            continue
-        if os.path.getsize(p) == 0 or not is_duckdb_file(p):
-            problems[p] = NotARecording(
-                f"{p} is not a DuckDB file",
-                "give a .db written by wire-proxy, or import a .jsonl with wire-import").one_line()
+        try:
+            check_file(p)
+        except UserError as e:
+            problems[p] = e.one_line()
             continue
         alias = f"rec{i}"
         try:
@@ -88,26 +86,22 @@ def _check(con: Any, attached: dict[str, str],
     would run when read), as recorder.store.check_base_tables does for one file."""
     import duckdb
 
-    from wire_recorder.recorder.errors import NotARecording, SchemaTooNew
-    from wire_recorder.recorder.store import RECORDER_TABLES, SCHEMA_VERSION, damaged
+    from wire_recorder.recorder.errors import NotARecording, UserError
+    from wire_recorder.recorder.store import RECORDER_TABLES, damaged, planted, planted_message
 
+    from ..sources import check_version
     from ..summary import TABLE
 
     if not attached:
         return {}, set()
+    refused: set[str] = set()
+    for row in planted(con, list(attached)):
+        if row[0] not in refused:
+            refused.add(row[0])
+            problems[attached[row[0]]] = NotARecording(
+                planted_message(attached[row[0]], row)).one_line()
     dbs = ", ".join(sql_str(a) for a in attached)
     names = ", ".join(sql_str(n) for n in RECORDER_TABLES)
-    bad = con.execute(
-        f"SELECT database_name, view_name, 'view' FROM duckdb_views() WHERE database_name IN "
-        f"({dbs}) AND schema_name = 'main' AND view_name IN ({names}) UNION ALL "
-        f"SELECT database_name, function_name, 'macro' FROM duckdb_functions() WHERE "
-        f"database_name IN ({dbs}) AND function_name IN ({names})").fetchall()
-    refused: set[str] = set()
-    for alias, name, what in bad:
-        if alias not in refused:
-            refused.add(alias)
-            problems[attached[alias]] = NotARecording(
-                f"{attached[alias]}: not a wire-recorder recording: {name} is a {what}").one_line()
     have = {(d, t) for d, t in con.execute(
         f"SELECT database_name, table_name FROM duckdb_tables() WHERE database_name IN ({dbs}) "
         f"AND schema_name = 'main' AND table_name IN ({names}, {sql_str(TABLE)})").fetchall()}
@@ -146,15 +140,10 @@ def _check(con: Any, attached: dict[str, str],
             version = int(value) if value is not None else None
         except (TypeError, ValueError):
             version = None
-        if version is None:
-            problems[p] = NotARecording(
-                f"{p} is a DuckDB file but not a wire-recorder recording").one_line()
-        elif version > SCHEMA_VERSION:
-            problems[p] = SchemaTooNew(
-                f"{p} was written by a newer wire-recorder (schema {version}; this one reads up "
-                f"to {SCHEMA_VERSION})", "upgrade wire-recorder").one_line()
-        else:
-            out[alias] = version
+        try:
+            out[alias] = check_version(p, version)
+        except UserError as e:
+            problems[p] = e.one_line()
     return out, {a for a in out if (a, TABLE) in have}
 
 
