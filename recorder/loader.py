@@ -569,8 +569,9 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
                             f"for {FINISH_WAIT_S:.0f} s")
         reader.close()
         done = handle.get()
+        later: list = []  # what the hooks do once the file is closed
         if done is not None:  # summaries for readers, made while the file is still ours
-            after_load.run(done, sid, _say)
+            after_load.run(done, sid, _say, later)
         if (ing.anomalies or ing.invalid) and not meta.get("quiet"):
             bits = [f"{n} {what}" for n, what in ((ing.invalid, "not JSON-RPC (batch, bad JSON, …)"),
                                                    (ing.anomalies, "against the protocol "
@@ -585,6 +586,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         # The DB is let go of first: once the spool is gone, the file is complete and free (a
         # crash in between leaves a spool whose rows are stored: recover skips them).
         handle.release()
+        if not handle.pinned:  # (a caller's store stays open: the file is not final yet)
+            after_load.closed(later, db, _say)
         try:
             os.unlink(spool_path)
         except OSError:

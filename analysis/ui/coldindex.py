@@ -282,81 +282,104 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
 
 def read_files(paths: list[str], what: str = "rows") -> dict[str, Any]:
     """One batch of `.db` files. what="rows": {"rows": {path: [index row]}} (`data.index_row`,
-    JSON-safe, search text not read yet); what="text": {"text": {path: {session_id: text}}}.
-    Both: "problems" {path: one line} and "busy" [paths another process holds (a recording being
-    made)]."""
+    JSON-safe, search text not read yet); what="text": {"text": {path: {session_id: text}}};
+    what="all": both (the rows with their search text). Each: "problems" {path: one line} and
+    "busy" [paths another process holds (a recording being made)]."""
     from .data import index_row
 
     got = _read_files(paths, what)
-    got["rows"] = {p: [index_row(r) for r in rs] for p, rs in got.get("rows", {}).items()}
     got.setdefault("text", {})
+    said = got["text"] if what == "all" else {}
+    got["rows"] = {p: [index_row(r, said[p].get(r["session_id"], "") if p in said else None)
+                       for r in rs] for p, rs in got.get("rows", {}).items()}
     return got
 
 
-def _read_files(paths: list[str], what: str) -> dict[str, Any]:
+def _texts(con: Any, versions: dict[str, int], attached: dict[str, str],
+           problems: dict[str, str]) -> dict[str, dict[str, str]]:
+    """path -> {session_id: search text} of the attached files (ten a statement)."""
     import duckdb
 
     from wire_recorder.recorder.model import FRAMES
     from wire_recorder.recorder.store import damaged
 
+    text: dict[str, dict[str, str]] = {}
+
+    def said(part: list[tuple[str, int]]) -> list[tuple]:
+        return con.execute(" UNION ALL ".join(
+            f"SELECT '{a}', * FROM ({text_sql(f'(SELECT {FRAMES.select_list(v)} FROM {a}.frames)')})"
+            for a, v in part)).fetchall()
+
+    items = list(versions.items())
+    for i in range(0, len(items), 10):
+        try:
+            got = said(items[i:i + 10])
+        except duckdb.Error:
+            got = []
+            for one in items[i:i + 10]:
+                try:
+                    got += said([one])
+                except duckdb.Error as e:
+                    problems[attached[one[0]]] = damaged(attached[one[0]], e).one_line()
+        for a, _ in items[i:i + 10]:
+            if attached[a] not in problems:
+                text.setdefault(attached[a], {})
+        for a, sid, t in got:
+            text[attached[a]][sid] = unescape(t)
+    return text
+
+
+def _rows(con: Any, versions: dict[str, int], stored: set[str], attached: dict[str, str],
+          problems: dict[str, str]) -> dict[str, list[dict]]:
+    """path -> index rows of the attached files: from stored summaries where every session of
+    the file has a valid one, else computed through the summary's views."""
+    import duckdb
+
+    rows: dict[str, list[dict]] = {}
+    need_views: dict[str, int] = {a: v for a, v in versions.items() if a not in stored}
+    have = [(a, v) for a, v in versions.items() if a in stored]
+    for i in range(0, len(have), 10):
+        part = have[i:i + 10]
+        try:
+            made = _stored_rows(con, part, attached)
+        except duckdb.Error:  # one of them: read each alone
+            made = {}
+            for one in part:
+                try:
+                    made |= _stored_rows(con, [one], attached)
+                except duckdb.Error:  # a summary layout this version cannot read: computed
+                    made[attached[one[0]]] = [{"stored": False}]
+        for a, v in part:
+            if all(r["stored"] for r in made[attached[a]]):
+                rows[attached[a]] = made[attached[a]]
+            else:
+                need_views[a] = v
+    if need_views:
+        rows |= _rows_from_views(con, need_views, attached, problems)
+        for alias in need_views:
+            if attached[alias] not in problems:
+                rows.setdefault(attached[alias], [])
+    return rows
+
+
+def _read_files(paths: list[str], what: str) -> dict[str, Any]:
+    import duckdb
+
     from ..sources import lock
 
     problems: dict[str, str] = {}
     busy: list[str] = []
-    rows: dict[str, list[dict]] = {}
-    text: dict[str, dict[str, str]] = {}
+    out: dict[str, Any] = {"problems": problems, "busy": busy}
     con = duckdb.connect(":memory:", config={"threads": 1})  # the processes use the cores
     try:
         attached = _attach(con, paths, problems, busy)
         versions, stored = _check(con, attached, problems)
         lock(con)
-        if what == "text":
-            def said(part: list[tuple[str, int]]) -> list[tuple]:
-                return con.execute(" UNION ALL ".join(
-                    f"SELECT '{a}', * FROM ({text_sql(f'(SELECT {FRAMES.select_list(v)} FROM {a}.frames)')})"
-                    for a, v in part)).fetchall()
-
-            items = list(versions.items())
-            for i in range(0, len(items), 10):
-                try:
-                    got = said(items[i:i + 10])
-                except duckdb.Error:
-                    got = []
-                    for one in items[i:i + 10]:
-                        try:
-                            got += said([one])
-                        except duckdb.Error as e:
-                            problems[attached[one[0]]] = damaged(attached[one[0]], e).one_line()
-                for a, _ in items[i:i + 10]:
-                    if attached[a] not in problems:
-                        text.setdefault(attached[a], {})
-                for a, sid, t in got:
-                    text[attached[a]][sid] = unescape(t)
-            return {"text": text, "problems": problems, "busy": busy}
-        need_views: dict[str, int] = {a: v for a, v in versions.items() if a not in stored}
-        have = [(a, v) for a, v in versions.items() if a in stored]
-        for i in range(0, len(have), 10):
-            part = have[i:i + 10]
-            try:
-                made = _stored_rows(con, part, attached)
-            except duckdb.Error:  # one of them: read each alone
-                made = {}
-                for one in part:
-                    try:
-                        made |= _stored_rows(con, [one], attached)
-                    except duckdb.Error:  # a summary layout this version cannot read: computed
-                        made[attached[one[0]]] = [{"stored": False}]
-            for a, v in part:
-                if all(r["stored"] for r in made[attached[a]]):
-                    rows[attached[a]] = made[attached[a]]
-                else:
-                    need_views[a] = v
-        if need_views:
-            rows |= _rows_from_views(con, need_views, attached, problems)
-            for alias in need_views:
-                if attached[alias] not in problems:
-                    rows.setdefault(attached[alias], [])
-        return {"rows": rows, "problems": problems, "busy": busy}
+        if what in ("text", "all"):
+            out["text"] = _texts(con, versions, attached, problems)
+        if what in ("rows", "all"):
+            out["rows"] = _rows(con, versions, stored, attached, problems)
+        return out
     finally:
         con.close()
 

@@ -408,6 +408,8 @@ class Catalog:
         sigs = {p: _file_sig(p) for p in paths}
         if self._disk is None:
             self._disk = load_index_cache(self.cache_path)
+        # the entries loaders wrote of the files they recorded since (ui.recindex)
+        folded = bool(self.cache_path) and self._fold(self._disk)
         for p in paths:
             if self._file_rows.get(p, (None, []))[0] == sigs[p]:
                 continue
@@ -451,7 +453,7 @@ class Catalog:
                     self._publish(paths, busy)
                     published = time.monotonic()
             self._finish(paths, spools, problems, t0)
-            if todo:
+            if todo or folded:
                 self._save(paths, sigs)
             # the search text, once every row is shown
             need = [p for p in paths if p in self._file_rows and not os.path.isdir(p)
@@ -524,6 +526,13 @@ class Catalog:
         with self._lock:
             self.rows = part
             self.by_key = {r["key"]: r for r in part}
+
+    def _fold(self, disk: dict[str, dict]) -> bool:
+        from .recindex import log_path, take_log
+
+        got = take_log(log_path(self.cache_path))
+        disk |= got
+        return bool(got)
 
     def _save(self, paths: list[str], sigs: dict[str, tuple]) -> None:
         if not self.cache_path:
@@ -812,21 +821,30 @@ def load_index_cache(path: str | None) -> dict[str, dict]:
             doc = orjson.loads(zlib.decompress(fh.read()))
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
             return {}
+        return valid_files(doc["files"]) or {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zlib.error):
+        return {}
+
+
+def valid_files(files: Any) -> dict[str, dict] | None:
+    """abspath -> {"sig", "rows"} of an untrusted {abspath: {"sig", "rows"}} (the cache's, an
+    entry the loader logged), or None when anything in it is not what the cache holds."""
+    try:
         out: dict[str, dict] = {}
-        for k, v in doc["files"].items():
+        for k, v in files.items():
             sig, rows = v["sig"], v["rows"]
             if not (isinstance(k, str) and isinstance(sig, list) and len(sig) == 4
                     and isinstance(rows, list)):
-                return {}
+                return None
             for r in rows:
                 if not (isinstance(r, dict) and isinstance(r.get("session_id"), str)
                         and isinstance(r.get("_text"), str | None) and r.keys() <= _CACHED_KEYS
                         and all(isinstance(r.get(k), int | float | None) for k in _NUMBERS)):
-                    return {}
+                    return None
             out[k] = {"sig": sig, "rows": rows}
         return out
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, zlib.error):
-        return {}
+    except (KeyError, TypeError, AttributeError):
+        return None
 
 
 def save_index_cache(path: str, files_rows: dict[str, dict]) -> None:
