@@ -453,14 +453,14 @@ class Catalog:
                     self._publish(paths, busy)
                     published = time.monotonic()
             self._finish(paths, spools, problems, t0)
-            if todo or folded:
-                self._save(paths, sigs)
             # the search text, once every row is shown
             need = [p for p in paths if p in self._file_rows and not os.path.isdir(p)
                     and not p.endswith(".jsonl")
                     and any(r.get("_text") is None for r in self._file_rows[p][1])]
             self.search_progress = (0, len(need))
             self.search_ready = not need
+            if todo or folded:
+                self._save(paths, sigs)
             done = 0
             for group, res in batches.run("text", need):
                 noted(res)

@@ -23,7 +23,7 @@ ENV = "WIRE_UI_RECORD_INDEX"
 LOG_NAME = "ui-index.log"
 # A log nobody folds (wire-ui never started) stops growing here: the entries then written only
 # cost the speed of a later first start.
-MAX_LOG_BYTES = 64 << 20
+MAX_LOG_BYTES = 256 << 20
 # A bigger file is not read again at each session appended to it: wire-ui reads it itself
 # (a few big files cost little beside thousands of small ones).
 MAX_FILE_BYTES = 64 << 20
@@ -67,15 +67,18 @@ def write_entry(path: str, log: str | None = None) -> bool:
         return False
     line = orjson.dumps(entry, default=str) + b"\n"
     target = log or log_path()
-    os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-    with contextlib.suppress(OSError):
-        if os.path.getsize(target) + len(line) > MAX_LOG_BYTES:
-            return False
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)  # one write() a line: appends of several loaders do not interleave
-    finally:
-        os.close(fd)
+    try:  # no place for it (a read-only or missing home): only a later start's speed is lost
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.getsize(target) + len(line) > MAX_LOG_BYTES:
+                return False
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)  # one write() a line: appends of several loaders do not interleave
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
     return True
 
 
