@@ -18,15 +18,14 @@ from .errors import AgentStartError, UsageError
 from .paths import check_existing_db, default_db_path, spool_path_for, writable_dir
 
 try:
-    # the C module: `signal` builds its IntEnums when imported (with `threading` and `select`,
-    # ~1.5 ms measured here), which waits until the agent is spawned (_import_after_spawn)
+    # the C module: `signal` builds its IntEnums when imported (with `threading`, ~1.5 ms
+    # measured here), which waits until the agent is spawned (_import_after_spawn)
     import _signal as _sig
 except ImportError:  # not CPython
     import signal as _sig
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import select
     import signal
     import subprocess
     import threading
@@ -169,11 +168,11 @@ def _start_loader(spool_path: str, note: _Notes):
 
 class _signals_for_main_thread_only:
     """Threads started inside block the forwarded signals (a new thread inherits its creator's
-    mask), so the kernel can only deliver them to the main thread. A signal delivered to a pump
-    thread would run no Python handler until the main thread's waitpid() returned, that is until
-    the agent exited by itself: SIGINT then seemed ignored. Nothing may be spawned inside, or the
-    child would start with the signals blocked. (A class, not contextlib: one import less before
-    the agent is spawned.)"""
+    mask), so the kernel delivers them to the main thread only: a relay thread's read or write
+    is never interrupted by one, and the main thread's wait is (the forwarding itself works
+    whichever thread the C handler runs in: _SignalForwarder). Nothing may be spawned inside,
+    or the child would start with the signals blocked. (A class, not contextlib: one import
+    less before the agent is spawned.)"""
 
     def __enter__(self) -> None:
         self.old = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
@@ -260,41 +259,70 @@ def _spawn(command: list[str]) -> _Agent | subprocess.Popen:
         bufsize=0, process_group=0)
 
 
-def _wait_for_exit(proc: _Agent | subprocess.Popen) -> int:
-    """The agent's exit status, waiting so that a forwarded signal is never slept through. A bare
-    waitpid() is: when a signal's C-level handler runs after the interpreter last looked for
-    pending signals but before the main thread enters waitpid(), nothing interrupts the wait and
-    the Python handler (the forwarding) runs only once the agent exits by itself. Waiting on the
-    agent's pidfd and on the signal wakeup fd closes that window: the handler's byte on the
-    wakeup fd ends the wait, and the loop's next bytecode runs the Python handler."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd here: the plain wait
-        return proc.wait()
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    os.set_blocking(w, False)
-    old = signal.set_wakeup_fd(w)
-    try:
-        while True:
-            rc = proc.poll()
-            if rc is not None:
-                return rc
-            select.select([pidfd, r], [], [])
+class _SignalForwarder:
+    """Passes SIGINT, SIGTERM and SIGHUP on to the agent's process group, from a thread of its
+    own that reads the signal wakeup fd, never from a Python-level signal handler.
+
+    A Python handler runs only when the main thread notices the signal: at an eval-breaker
+    check, or when a system call it is in fails with EINTR. A signal whose C handler runs just
+    before the main thread enters a blocking call is noticed only when that call returns by
+    itself (for the proxy's wait: when the agent exits). The C handler always writes the
+    signal's number to the wakeup fd, whichever thread it runs in, so reading that fd depends on
+    nothing the main thread does. (The agent has the same race if it sleeps with a handler: a
+    signal that lands between its last bytecode and the sleep's system call waits for the sleep
+    to end, seen here with gdb in a test agent.)"""
+
+    def __init__(self, forward) -> None:
+        self.forward = forward
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.w, False)  # what set_wakeup_fd requires
+        self.old_handlers: dict[int, object] = {}
+        self.old_wakeup: int | None = None
+
+    def install(self) -> None:
+        try:
+            self.old_wakeup = signal.set_wakeup_fd(self.w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread (a library caller): nothing is forwarded
+            return
+        for sig in FORWARDED_SIGNALS:
             try:
-                os.read(r, 512)
-            except BlockingIOError:
+                self.old_handlers[sig] = signal.signal(sig, _noted)
+            except (OSError, ValueError):
                 pass
-    finally:
-        signal.set_wakeup_fd(old)
-        for fd in (pidfd, r, w):
-            os.close(fd)
+        threading.Thread(target=self._run, name="signals", daemon=True).start()
+
+    def _run(self) -> None:
+        wanted = set(FORWARDED_SIGNALS)
+        while True:
+            try:
+                data = os.read(self.r, 512)
+            except OSError:
+                return
+            if not data:
+                return
+            for signum in data:
+                if signum in wanted:
+                    self.forward(signum)
+
+    def uninstall(self) -> None:
+        """Back to what was there before (run_proxy may be called in a longer-lived process)."""
+        for sig, old in self.old_handlers.items():
+            try:
+                signal.signal(sig, old)  # type: ignore[arg-type]
+            except (OSError, ValueError, TypeError):
+                pass
+        if self.old_wakeup is not None:
+            signal.set_wakeup_fd(self.old_wakeup)
+        os.close(self.w)  # the thread reads EOF and ends
+
+
+def _noted(signum, frame) -> None:
+    """The Python-level handler: the forwarding happens in _SignalForwarder's thread."""
 
 
 def _import_after_spawn() -> None:
     """What the relay needs once the agent runs, imported then (see _sig)."""
-    global select, signal, threading
-    import select
+    global signal, threading
     import signal
     import threading
 
@@ -359,7 +387,8 @@ def run_proxy(opts: ProxyOptions) -> int:
         writer.event("spawn", argv=opts.command, cwd=meta["cwd"], pid=proc.pid)
         note(f"recording session {session_id} into {db}")
 
-    def forward(signum, _frame):
+    def forward(signum: int) -> None:
+        # Recorded before it is sent: a replay re-sends it before the agent's answer to it.
         if writer is not None:
             writer.event("signal", signal=signal.Signals(signum).name, forwarded_to=proc.pid)
         try:
@@ -370,11 +399,9 @@ def run_proxy(opts: ProxyOptions) -> int:
             except OSError:
                 pass
 
-    for sig in FORWARDED_SIGNALS:
-        try:
-            signal.signal(sig, forward)
-        except (OSError, ValueError):
-            pass
+    signals = _SignalForwarder(forward)
+    with _signals_for_main_thread_only():
+        signals.install()
 
     def event(name: str, **data):
         if writer is not None:
@@ -449,7 +476,7 @@ def run_proxy(opts: ProxyOptions) -> int:
 
     while True:
         try:
-            rc = _wait_for_exit(proc)
+            rc = proc.wait()
             break
         except KeyboardInterrupt:  # only if a handler could not be installed
             continue
@@ -491,4 +518,7 @@ def run_proxy(opts: ProxyOptions) -> int:
     elif opts.record:
         note(f"{unrecorded[0]} frames ({unrecorded[1]} bytes) were relayed but not recorded",
              always=True)
+    # Only now: until the loader is handed the session, a Ctrl-C meant for the agent must not
+    # end the proxy with a KeyboardInterrupt.
+    signals.uninstall()
     return code

@@ -222,9 +222,7 @@ class SpoolWriter:
         self.no_loss = no_loss
         self._parts: list = []  # header, data, header, data...: what the next writev appends
         self._queued = 0  # data bytes in _parts
-        # reentrant: the main thread's signal handler records an event, maybe while the main
-        # thread itself holds the lock
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._pending = 0  # data bytes queued or being written: what the bound applies to
         self._counted = [0] * 6  # bytes and newlines per data stream, as in the counters block

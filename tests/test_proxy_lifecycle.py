@@ -33,15 +33,20 @@ def test_agent_killed_by_signal_gives_128_plus_n(tmp_path):
     assert db_rows(db, "SELECT exit_code, exit_signal FROM sessions") == [(137, "SIGKILL")]
 
 
+# Blocked, then taken by sigtimedwait: a handler and a sleep would race (a signal landing
+# after "ready" was written but before the sleep's system call waits for the sleep to end: seen
+# with gdb, the handler's flag set in an agent asleep). "ready" alone says it started with none
+# of them blocked.
 TRAP_AGENT = r"""
-import os, signal, sys, time
-def on(sig, _):
-    sys.stdout.write(f"got {signal.Signals(sig).name}\n"); sys.stdout.flush()
-    sys.exit(40 + sig)
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(s, on)
-sys.stdout.write("ready\n"); sys.stdout.flush()
-time.sleep(60)
+import signal, sys
+wanted = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+before = signal.pthread_sigmask(signal.SIG_BLOCK, wanted) & wanted
+sys.stdout.write("ready\n" if not before else f"ready, started with {sorted(before)} blocked\n")
+sys.stdout.flush()
+got = signal.sigtimedwait(wanted, 60)
+if got is not None:
+    sys.stdout.write(f"got {signal.Signals(got.si_signo).name}\n"); sys.stdout.flush()
+    sys.exit(40 + got.si_signo)
 """
 
 
@@ -63,7 +68,9 @@ def test_signals_are_forwarded_to_the_agent(tmp_path, sig):
     assert out == f"got {sig.name}\n".encode()
     assert p.returncode == 40 + sig
     events = [m for m, _ in lifecycle(db)]
-    assert "signal" in events and events[-1] == "exit"
+    # (the client's EOF, closed by communicate(), may be recorded on either side of the exit)
+    assert [e for e in events if e != "client_eof"][-1] == "exit"
+    assert events.index("signal") < events.index("exit")
 
 
 def test_client_eof_closes_agent_stdin(tmp_path):
@@ -213,7 +220,8 @@ def test_only_the_main_thread_takes_forwarded_signals(tmp_path):
     p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", sys.executable, "-c", TRAP_AGENT],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert p.stdout.readline() == b"ready\n"  # every relay thread runs by now
+        # every relay thread runs by now, and the agent was started with none of them blocked
+        assert p.stdout.readline() == b"ready\n"
         tasks = os.listdir(f"/proc/{p.pid}/task")
         assert len(tasks) >= 4, tasks  # main, spool writer, three pumps
         wanted = sum(1 << (s - 1) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
@@ -233,12 +241,6 @@ def test_only_the_main_thread_takes_forwarded_signals(tmp_path):
             with open(f"/proc/{p.pid}/task/{tid}/status") as f:
                 blocked = _blocked_signals(f.read())
             assert blocked & wanted == wanted, f"thread {tid} takes forwarded signals"
-        # and the agent itself was not started with them blocked
-        children = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
-        agent = next(c for c in children if b"recorder.loader" not in
-                     open(f"/proc/{c}/cmdline", "rb").read())
-        with open(f"/proc/{agent}/status") as f:
-            assert _blocked_signals(f.read()) & wanted == 0
     finally:
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=60)
