@@ -119,16 +119,17 @@ def writev_all(fd: int, parts: list) -> int:
 
 
 def newlines(data: bytes) -> int:
-    """data.count(b"\n"), faster where newlines are sparse: bytes.count scans a byte at a
-    time (~22 us per 64 KiB here, in front of every relayed chunk), find is a memchr
-    (~10x faster). Where newlines are dense, the first few finds hand over to count."""
+    """data.count(b"\n"), faster: bytes.count looks at one byte at a time (22-50 us per 64 KiB
+    here, whatever the density, holding the GIL in front of every relayed chunk). find is a
+    memchr; once a few newlines are found, replace (a memchr per newline and a copy) counts
+    the rest: 15 us per 64 KiB of 200 B frames, 2.3 us of 2 KiB frames, measured side by side."""
     find = data.find
     i = find(b"\n")
     n = 0
     while i >= 0:
         n += 1
         if n == 4:
-            return n + data.count(b"\n", i + 1)
+            return len(data) - len(data.replace(b"\n", b""))
         i = find(b"\n", i + 1)
     return n
 
