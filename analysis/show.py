@@ -71,7 +71,10 @@ class Timeline:
     # -- the generic part ------------------------------------------------------------------------
     @property
     def renderer(self) -> Renderer:
-        adapter = protocols.for_session(self.protocol)
+        # a session no adapter claimed is shown as plain JSON-RPC (its frames were classified
+        # so); only sessions stored before the protocol column are read as Wire
+        adapter = (protocols.GENERIC if self.protocol == protocols.GENERIC.name
+                   else protocols.for_session(self.protocol))
         r = self._renderers.get(adapter.name)
         if r is None:
             r = self._renderers[adapter.name] = adapter.timeline(self) or RpcRenderer(self, adapter)

@@ -808,3 +808,19 @@ def test_a_refused_replay_marks_no_history(tmp_path):
          "status_source": "response"}]
     assert usage_rows == [{"turn": 1, "history": False}, {"turn": 1, "history": True},
                           {"turn": 2, "history": False}]
+
+
+def test_a_session_of_no_known_protocol_shows_as_plain_json_rpc(tmp_path):
+    """`wire-proxy -- cat` echoes the client's request: the agent's copy is a request too, shown
+    as one (it was shown as a Wire frame, "None", before)."""
+    from tests.harness.proxy import run_proxy
+
+    db = str(tmp_path / "echo.db")
+    res = run_proxy(["-q", "--db", db, "--", "cat"],
+                    b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1}}\n')
+    assert res.returncode == 0
+    p = run_cli("wire-show", db)
+    assert p.returncode == 0, p.stderr
+    assert "protocol unknown" in p.stdout and "None" not in p.stdout
+    assert re.search(r"s > ping \{\"n\":1\}\n.*\n +\d+\.\d+s +ping\n", p.stdout), p.stdout
+    assert "1 agent requests" in p.stdout
