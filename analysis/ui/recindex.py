@@ -95,6 +95,8 @@ def take_log(log: str) -> dict[str, dict]:
         return {}
     out: dict[str, dict] = {}
     try:
+        if os.path.getsize(taken) > MAX_LOG_BYTES + (1 << 20):  # not what loaders write
+            return out
         with open(taken, "rb") as fh:
             for line in fh:
                 try:
