@@ -3,6 +3,7 @@ The machinery behind them is in tests/harness/."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# The loader's record-time wire-ui index entries (analysis/ui/recindex.py) go to the user's
+# cache and cost each recording ~0.1 s before readers see it: off here, on in the tests of it
+# (tests/test_ui_record_index.py).
+os.environ.setdefault("WIRE_UI_RECORD_INDEX", "0")
 
 from tests.harness.kimi_peer import KimiRun  # noqa: E402
 from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need  # noqa: E402
