@@ -168,6 +168,7 @@ class LoaderNotes(threading.Thread):
                     except OSError:
                         pass
             self.changed.set()
+        os.close(self.fd)  # (only this thread reads it)
         self.changed.set()
 
     def wait_for(self, loader: subprocess.Popen[bytes], timeout: float) -> str:

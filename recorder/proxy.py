@@ -283,6 +283,7 @@ class _SignalForwarder:
         try:
             self.old_wakeup = signal.set_wakeup_fd(self.w, warn_on_full_buffer=False)
         except ValueError:  # not the main thread (a library caller): nothing is forwarded
+            os.close(self.r)
             return
         for sig in FORWARDED_SIGNALS:
             try:
@@ -293,16 +294,15 @@ class _SignalForwarder:
 
     def _run(self) -> None:
         wanted = set(FORWARDED_SIGNALS)
-        while True:
-            try:
-                data = os.read(self.r, 512)
-            except OSError:
-                return
-            if not data:
-                return
-            for signum in data:
-                if signum in wanted:
-                    self.forward(signum)
+        try:
+            while data := os.read(self.r, 512):
+                for signum in data:
+                    if signum in wanted:
+                        self.forward(signum)
+        except OSError:
+            pass
+        finally:
+            os.close(self.r)
 
     def uninstall(self) -> None:
         """Back to what was there before (run_proxy may be called in a longer-lived process)."""
@@ -521,4 +521,19 @@ def run_proxy(opts: ProxyOptions) -> int:
     # Only now: until the loader is handed the session, a Ctrl-C meant for the agent must not
     # end the proxy with a KeyboardInterrupt.
     signals.uninstall()
+    _close_after(pumps, {0: (stop_r, stop_w), 1: (proc.stdout,), 2: (proc.stderr,)})
     return code
+
+
+def _close_after(pumps: list, fds: dict[int, tuple]) -> None:
+    """Close what each pump that has ended read from (run_proxy may be called in a longer-lived
+    process); a pump still reading (a grandchild holds the agent's pipe) keeps its fd: a closed
+    number is reused at once."""
+    for i, items in fds.items():
+        if pumps[i].is_alive():
+            continue
+        for item in items:
+            try:
+                os.close(item) if isinstance(item, int) else item.close()
+            except OSError:
+                pass
