@@ -37,10 +37,10 @@ from .spool import (
     read_counters,
     writer_closed,
 )
-from .store import DBLocked, Store, open_store
+from .store import BLOCK_SIZE, DBLocked, Store, open_store
 from .workdir import store_workdir
 
-BATCH_ROWS = 20_000
+BATCH_ROWS = 10_000
 BATCH_BYTES = 16 << 20  # large frames: a batch of 20k x 2 MB would need 40 GB
 BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
 POLL_S = 0.02
@@ -52,13 +52,20 @@ IDLE_RELEASE_S = 0.3
 MAX_BUFFERED_ROWS = 2 * BATCH_ROWS
 MAX_BUFFERED_BYTES = 2 * BATCH_BYTES
 # The loader's memory (issue 14; bench/bench_loader.py). The process itself (Python, DuckDB's
-# library, one connection) takes ~85 MB before a row is read; the rows waiting for their batch
-# stay under MAX_BUFFERED_*; DuckDB keeps what it appended in memory until a checkpoint, so the
-# loader checkpoints every CHECKPOINT_ROWS rows (1M small frames: 850 -> ~400 MB, and no slower:
-# the file is let go of without a long closing checkpoint). Not by bytes: checkpoints every 16 MB
-# of 600 KB frames (their payloads inline) made that load 2x slower and its peak higher. No
-# memory_limit: with 16 KiB blocks DuckDB then fails hard on such payloads ("failed to pin
-# block", measured at 100 and 256 MB), and the session would stay in its spool.
+# library, one connection) takes ~85 MB before a row is read. DuckDB keeps what it appended in
+# memory until a checkpoint, and keeps the blocks a checkpoint wrote cached (~7.6 MB per 100k
+# small frames: a 10M-frame session would hold ~760 MB), so the loader's DuckDB gets
+# MEMORY_LIMIT (cached blocks are dropped, never re-read) and checkpoints every
+# CHECKPOINT_ROWS rows. Not more often by rows: a checkpoint within a row group (122,880 rows) leaves it partial, and
+# checkpoints every 50k rows made 1M small frames 2-3x slower and their file 30% bigger. One
+# thread: its single-threaded appends and checkpoints were no slower, and each DuckDB thread
+# holds buffers of its own. Measured (1M small frames, 2 cores): VmHWM 290 -> ~170 MB at the
+# same rows/s; a limit of 32 MB reached ~145 MB at half the speed (the appended rows spill).
+# Not by bytes either: large frames' payloads are inline (only `raw` goes to the sidecar), and
+# each checkpoint rewrites the partial row group whole, so checkpoints every 24 MB of 200 KB
+# frames took time and memory growing with the session (2x slower). Their rows can exceed the
+# limit instead: `insert_frames` then checkpoints and raises it for this connection.
+MEMORY_LIMIT = "64MB"
 CHECKPOINT_ROWS = 100_000
 # Spool bytes read at once: ~10k small frames, or one record of the largest size.
 READ_BYTES = 2 << 20
@@ -122,6 +129,9 @@ class DB:
             # The loader checkpoints itself (CHECKPOINT_ROWS): automatic checkpoints at the
             # default threshold made bulk loads 3.5x slower.
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
+            self.store.con.execute("SET threads = 1")
+            self.store.memory_limit = MEMORY_LIMIT
+            self.store.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         return self.store
 
     def wait(self, timeout: float) -> Store | None:
@@ -134,7 +144,7 @@ class DB:
 
     def release(self) -> None:
         if self.store is not None and not self.pinned:
-            self.store.close()  # closing checkpoints: the file is whole without its .wal
+            checkpoint(self.store, close=True)  # the file is whole without its .wal
             self.store = None
 
     def write(self, fn) -> bool:
@@ -155,13 +165,62 @@ class DB:
                 self.full_said = True
             if not self.pinned:
                 try:
-                    store.close()
+                    checkpoint(store, close=True)
                 except (duckdb.Error, OSError):
                     pass
                 self.store = None
             return False
         _Word.say(False)
         return True
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    return isinstance(e, duckdb.OutOfMemoryException) or "failed to pin block" in str(e)
+
+
+def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
+    """store.insert_frames under its memory limit: rows that do not fit beside what is appended
+    since the last checkpoint (their commit fails whole) go in after a checkpoint, under a limit
+    raised for the rest of the connection (large frames come in runs), rather than the session
+    staying in its spool. large: a value among them is larger than a block."""
+    store.large_values |= large
+    for _ in range(4):
+        try:
+            store.insert_frames(rows)
+            return
+        except duckdb.Error as e:
+            if store.memory_limit is None or not _out_of_memory(e):
+                raise
+        store.memory_limit = f"{int(store.memory_limit.removesuffix('MB')) * 4}MB"
+        checkpoint(store)
+    store.memory_limit = None  # DuckDB's own default: most of the machine's memory
+    store.con.execute("RESET memory_limit")
+    store.insert_frames(rows)
+
+
+def checkpoint(store: Store, close: bool = False) -> None:
+    """A checkpoint (or the one closing makes). Without the memory limit when values larger
+    than a block were written since the last one: under a limit, such a checkpoint failed as a
+    FATAL error, which leaves DuckDB's database unusable (measured: 600 KB frames at 64 MB).
+    The store's limit is set again after it, which drops the blocks it wrote from memory."""
+    lift = store.large_values and store.memory_limit is not None
+    if close:
+        try:
+            if lift:
+                store.con.execute("RESET memory_limit")
+        finally:
+            store.close()
+        return
+    if lift:
+        store.con.execute("RESET memory_limit")
+    store.con.execute("CHECKPOINT")
+    store.large_values = False
+    if not lift or store.memory_limit is None:
+        return
+    try:
+        store.con.execute(f"SET memory_limit = '{store.memory_limit}'")
+    except duckdb.Error:  # what is pinned now cannot go: the next checkpoint sets it again
+        pass
 
 
 def _disk_full(e: BaseException) -> bool:
@@ -192,6 +251,7 @@ class Ingest:
         self.rows: list[tuple] = []
         self.since_checkpoint = 0  # rows inserted since the last checkpoint
         self.row_bytes = 0
+        self.large = False  # a buffered row holds a value larger than a DuckDB block
         self._ts_wall: int | None = None
         self._ts: _dt.datetime | None = None
         self.last_flush = time.monotonic()
@@ -223,7 +283,10 @@ class Ingest:
             self._ts = wall_ts(wall)
         self.rows.append(frame_row(self.sid, self.seq, self._ts, mono, direction, raw, newline,
                                    ex))
-        self.row_bytes += len(raw) + (len(ex.payload) if ex.payload else 0)
+        payload = len(ex.payload) if ex.payload else 0
+        self.row_bytes += len(raw) + payload
+        if len(raw) > BLOCK_SIZE or payload > BLOCK_SIZE:
+            self.large = True
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
         seq, rows, frames = self.seq, len(self.rows), self.frame_count
@@ -370,16 +433,16 @@ class Ingest:
         now = time.monotonic()
         if self.rows and (force or len(self.rows) >= BATCH_ROWS or self.row_bytes >= BATCH_BYTES
                           or (not behind and now - self.last_flush >= BATCH_SECONDS)):
-            rows = self.rows
-            if not self.store.write(lambda store: store.insert_frames(rows)):
+            rows, large = self.rows, self.large
+            if not self.store.write(lambda store: insert_frames(store, rows, large)):
                 return False
             self.since_checkpoint += len(rows)
             self.rows = []
             self.row_bytes = 0
+            self.large = False
             self.last_flush = now
             # (a checkpoint that fails on a full disk is tried again after the next batch)
-            if self.since_checkpoint >= CHECKPOINT_ROWS and \
-                    self.store.write(lambda store: store.con.execute("CHECKPOINT")):
+            if self.since_checkpoint >= CHECKPOINT_ROWS and self.store.write(checkpoint):
                 self.since_checkpoint = 0
         elif not self.rows:
             self.last_flush = now
