@@ -86,6 +86,7 @@ DUCKDB_LOAD = r"""
 import sys, time, duckdb
 src, db = sys.argv[1], sys.argv[2]
 con = duckdb.connect(db)
+con.execute("SET enable_progress_bar = false")  # a long load draws one on stdout
 t = time.perf_counter()
 con.execute("CREATE TABLE f AS SELECT * FROM read_json(?, format='newline_delimited', "
             "records=false, maximum_object_size=67108864)", [src])
@@ -201,6 +202,8 @@ def main() -> int:
     ap.add_argument("--busy", action="store_true")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()}")
+    # the loader's after-close step that writes wire-ui's index entry runs in its process too
+    print(f"WIRE_UI_RECORD_INDEX={os.environ.get('WIRE_UI_RECORD_INDEX', '(unset: on)')}")
     small = 200_000 if args.quick else 10_000_000 if args.ten_million else 1_000_000
     big_mib = 256 if args.quick else 1024
     ok = True

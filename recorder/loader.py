@@ -41,7 +41,9 @@ from .store import BLOCK_SIZE, DBLocked, Store, open_store
 from .workdir import store_workdir
 
 BATCH_ROWS = 10_000
-BATCH_BYTES = 16 << 20  # large frames: a batch of 20k x 2 MB would need 40 GB
+# large frames: a batch of 10k x 2 MB would need 20 GB (8 MiB: the loader's peak with 2 MiB frames
+# 130 -> 121 MB, no slower than 16 at 2 KiB or 2 MiB)
+BATCH_BYTES = 8 << 20
 BATCH_SECONDS = 0.2  # how stale the DB may be behind the spool while a session runs
 POLL_S = 0.02
 # DuckDB lets one process write a file and nobody else read it meanwhile. The loader lets go of
@@ -56,17 +58,22 @@ MAX_BUFFERED_BYTES = 2 * BATCH_BYTES
 # memory until a checkpoint, and keeps the blocks a checkpoint wrote cached (~7.6 MB per 100k
 # small frames: a 10M-frame session would hold ~760 MB), so the loader's DuckDB gets
 # MEMORY_LIMIT (cached blocks are dropped, never re-read) and checkpoints every
-# CHECKPOINT_ROWS rows. Not more often by rows: a checkpoint within a row group (122,880 rows) leaves it partial, and
-# checkpoints every 50k rows made 1M small frames 2-3x slower and their file 30% bigger. One
-# thread: its single-threaded appends and checkpoints were no slower, and each DuckDB thread
-# holds buffers of its own. Measured (1M small frames, 2 cores): VmHWM 290 -> ~170 MB at the
-# same rows/s; a limit of 32 MB reached ~145 MB at half the speed (the appended rows spill).
-# Not by bytes either: large frames' payloads are inline (only `raw` goes to the sidecar), and
-# each checkpoint rewrites the partial row group whole, so checkpoints every 24 MB of 200 KB
-# frames took time and memory growing with the session (2x slower). Their rows can exceed the
-# limit instead: `insert_frames` then checkpoints and raises it for this connection.
+# CHECKPOINT_ROWS rows. Not more often: a checkpoint within a row group (122,880 rows) leaves it
+# partial, and checkpoints every 50k rows made 1M small frames 2-3x slower and their file 30%
+# bigger; every 24 MB of 200 KB frames (their payloads are inline, only `raw` goes to the
+# sidecar) took time and memory growing with the session. One thread: no slower, and each
+# DuckDB thread holds buffers of its own. Measured (1M small frames, 2 cores): VmHWM 290 -> ~172
+# MB at the same rows/s; a limit of 32 MB reached ~145 MB at half the speed (appended rows
+# spill). Rows that exceed the limit anyway go in after a checkpoint under a raised one
+# (`insert_frames`).
 MEMORY_LIMIT = "64MB"
 CHECKPOINT_ROWS = 100_000
+# ...unless CHECKPOINT_ROWS rows of the session's average size do not fit in it: 2 KiB frames
+# (100k rows ~450 MB in memory) then spilled to disk, 2.6-3.5x slower, and checkpoints every
+# 32 MB instead were 5x slower. The limit follows their size (in powers of two), still dropping
+# the blocks each checkpoint wrote. IN_MEMORY_FACTOR: DuckDB's bytes a row per byte of its
+# values (measured ~475 / 300 for 200 B frames).
+IN_MEMORY_FACTOR = 1.6
 # Spool bytes read at once: ~10k small frames, or one record of the largest size.
 READ_BYTES = 2 << 20
 # A reader's brief lock is waited out; a writer's means a sibling file. (Within the second an
@@ -251,6 +258,7 @@ class Ingest:
         self.rows: list[tuple] = []
         self.since_checkpoint = 0  # rows inserted since the last checkpoint
         self.row_bytes = 0
+        self.stored_rows = self.stored_bytes = 0  # this load's, for the memory limit
         self.large = False  # a buffered row holds a value larger than a DuckDB block
         self._ts_wall: int | None = None
         self._ts: _dt.datetime | None = None
@@ -426,6 +434,19 @@ class Ingest:
             else:
                 self.data(r.stream, r.data, r.mono_ns, r.wall_ns)
 
+    def _fit_limit(self, store: Store) -> None:
+        """Raise the store's memory limit to what CHECKPOINT_ROWS rows of this session's
+        average size need (MEMORY_LIMIT at least)."""
+        if store.memory_limit is None or not self.stored_rows:
+            return
+        need = CHECKPOINT_ROWS * IN_MEMORY_FACTOR * self.stored_bytes / self.stored_rows
+        mb = int(MEMORY_LIMIT.removesuffix("MB"))
+        while mb << 20 < need * 1.25:
+            mb *= 2
+        if mb > int(store.memory_limit.removesuffix("MB")):
+            store.memory_limit = f"{mb}MB"
+            store.con.execute(f"SET memory_limit = '{mb}MB'")
+
     def flush(self, force: bool = False, behind: bool = False) -> bool:
         """Write buffered rows when due. False when the DB is busy (rows stay buffered).
         behind: more is waiting in the spool, so only a full batch is due (the staleness bound
@@ -434,9 +455,15 @@ class Ingest:
         if self.rows and (force or len(self.rows) >= BATCH_ROWS or self.row_bytes >= BATCH_BYTES
                           or (not behind and now - self.last_flush >= BATCH_SECONDS)):
             rows, large = self.rows, self.large
-            if not self.store.write(lambda store: insert_frames(store, rows, large)):
+
+            def insert(store: Store) -> None:
+                insert_frames(store, rows, large)
+                self._fit_limit(store)
+            if not self.store.write(insert):
                 return False
             self.since_checkpoint += len(rows)
+            self.stored_rows += len(rows)
+            self.stored_bytes += self.row_bytes
             self.rows = []
             self.row_bytes = 0
             self.large = False
