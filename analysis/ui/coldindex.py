@@ -30,9 +30,13 @@ import orjson
 from ..catalog import sql_str
 
 TEXT_CAP = 20000  # characters of search text per session
-_TEXT_SQL = """SELECT session_id, left(string_agg(array_to_string(regexp_extract_all(
-    payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), ' ' ORDER BY seq),
-    {cap}) AS said
+# The pieces of the first cap + 1 frames in seq order, joined by a space: as many characters as
+# all of them joined would give under the cap, but min_by keeps only those (a bounded heap) where
+# string_agg(... ORDER BY seq) sorted every piece of the session first (a 200k-frame session:
+# 167 MB more in the loader's after-close index step, measured).
+_TEXT_SQL = """SELECT session_id, left(array_to_string(min_by(array_to_string(regexp_extract_all(
+    payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), seq, {cap} + 1),
+    ' '), {cap}) AS said
 FROM {frames}
 WHERE direction IN ('c2a', 'a2c') AND (contains(payload, '"text":"') OR contains(payload, '"think":"')
     OR contains(payload, '"user_input":"'))
