@@ -169,6 +169,10 @@ def test_a_live_recording_grows(app):
     live.send()
     b.wait_for(f"[...document.querySelectorAll('.item')].filter(n => n.innerText.includes('> ping')).length >= {pings + 2}")
     assert b.eval("document.querySelectorAll('.item').length") > before
+    # `cat` echoes each request: no adapter claims the session, it is drawn as plain JSON-RPC
+    texts = b.eval("[...document.querySelectorAll('.item')].map(n => n.innerText)")
+    assert not [t for t in texts if t.rstrip().endswith("None")], texts
+    assert sum("ping" in t for t in texts) >= 2 * sum("> ping" in t for t in texts), texts
     b.screenshot(app["shots"] / "live.png")
     live.end()
     b.wait_for("document.querySelector('#livebadge').innerText.includes('ended')", timeout=60)

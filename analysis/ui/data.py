@@ -146,6 +146,7 @@ class Live:
 
     def poll(self) -> None:
         from wire_recorder.recorder.loader import Ingest
+        from wire_recorder.recorder.protocols import GENERIC
         from wire_recorder.recorder.spool import SpoolReader
 
         with self.lock:
@@ -170,7 +171,9 @@ class Live:
             if records:
                 self._quiet = 0
                 self._ingest.feed(records)
-                self.conv.protocol = self.conv.protocol or self._ingest.classifier.protocol
+                # not detected (yet): plain JSON-RPC, as the loader stores it at the end
+                # ("unknown"); a later detection switches the renderer
+                self.conv.protocol = self._ingest.classifier.protocol or GENERIC.name
                 new, self._ingest.rows = self._ingest.rows, []
                 for r in new:
                     f = Frame(*r)
