@@ -57,7 +57,7 @@ MAX_BUFFERED_BYTES = 2 * BATCH_BYTES
 # library, one connection) takes ~85 MB before a row is read. DuckDB keeps what it appended in
 # memory until a checkpoint, and keeps the blocks a checkpoint wrote cached (~7.6 MB per 100k
 # small frames: a 10M-frame session would hold ~760 MB), so the loader's DuckDB gets
-# MEMORY_LIMIT (cached blocks are dropped, never re-read) and checkpoints every
+# MEMORY_LIMIT_MB (cached blocks are dropped, never re-read) and checkpoints every
 # CHECKPOINT_ROWS rows. Not more often: a checkpoint within a row group (122,880 rows) leaves it
 # partial, and checkpoints every 50k rows made 1M small frames 2-3x slower and their file 30%
 # bigger; every 24 MB of 200 KB frames (their payloads are inline, only `raw` goes to the
@@ -66,7 +66,7 @@ MAX_BUFFERED_BYTES = 2 * BATCH_BYTES
 # MB at the same rows/s; a limit of 32 MB reached ~145 MB at half the speed (appended rows
 # spill). Rows that exceed the limit anyway go in after a checkpoint under a raised one
 # (`insert_frames`).
-MEMORY_LIMIT = "64MB"
+MEMORY_LIMIT_MB = 64
 CHECKPOINT_ROWS = 100_000
 # ...unless CHECKPOINT_ROWS rows of the session's average size do not fit in it: 2 KiB frames
 # (100k rows ~450 MB in memory) then spilled to disk, 2.6-3.5x slower, and checkpoints every
@@ -137,8 +137,7 @@ class DB:
             # default threshold made bulk loads 3.5x slower.
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
             self.store.con.execute("SET threads = 1")
-            self.store.memory_limit = MEMORY_LIMIT
-            self.store.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            set_memory_limit(self.store, MEMORY_LIMIT_MB)
         return self.store
 
     def wait(self, timeout: float) -> Store | None:
@@ -185,6 +184,13 @@ def _out_of_memory(e: BaseException) -> bool:
     return isinstance(e, duckdb.OutOfMemoryException) or "failed to pin block" in str(e)
 
 
+def set_memory_limit(store: Store, mb: int | None) -> None:
+    """Keep the store's DuckDB under `mb` MB (None: DuckDB's default, most of the machine's
+    memory); `checkpoint` sets it again after lifting it."""
+    store.memory_limit_mb = mb
+    store.con.execute("RESET memory_limit" if mb is None else f"SET memory_limit = '{mb}MB'")
+
+
 def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
     """store.insert_frames under its memory limit: rows that do not fit beside what is appended
     since the last checkpoint (their commit fails whole) go in after a checkpoint, under a limit
@@ -196,12 +202,11 @@ def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
             store.insert_frames(rows)
             return
         except duckdb.Error as e:
-            if store.memory_limit is None or not _out_of_memory(e):
+            if store.memory_limit_mb is None or not _out_of_memory(e):
                 raise
-        store.memory_limit = f"{int(store.memory_limit.removesuffix('MB')) * 4}MB"
+        set_memory_limit(store, store.memory_limit_mb * 4)
         checkpoint(store)
-    store.memory_limit = None  # DuckDB's own default: most of the machine's memory
-    store.con.execute("RESET memory_limit")
+    set_memory_limit(store, None)
     store.insert_frames(rows)
 
 
@@ -210,7 +215,7 @@ def checkpoint(store: Store, close: bool = False) -> None:
     than a block were written since the last one: under a limit, such a checkpoint failed as a
     FATAL error, which leaves DuckDB's database unusable (measured: 600 KB frames at 64 MB).
     The store's limit is set again after it, which drops the blocks it wrote from memory."""
-    lift = store.large_values and store.memory_limit is not None
+    lift = store.large_values and store.memory_limit_mb is not None
     if close:
         try:
             if lift:
@@ -222,10 +227,10 @@ def checkpoint(store: Store, close: bool = False) -> None:
         store.con.execute("RESET memory_limit")
     store.con.execute("CHECKPOINT")
     store.large_values = False
-    if not lift or store.memory_limit is None:
+    if not lift or store.memory_limit_mb is None:
         return
     try:
-        store.con.execute(f"SET memory_limit = '{store.memory_limit}'")
+        store.con.execute(f"SET memory_limit = '{store.memory_limit_mb}MB'")
     except duckdb.Error:  # what is pinned now cannot go: the next checkpoint sets it again
         pass
 
@@ -436,16 +441,15 @@ class Ingest:
 
     def _fit_limit(self, store: Store) -> None:
         """Raise the store's memory limit to what CHECKPOINT_ROWS rows of this session's
-        average size need (MEMORY_LIMIT at least)."""
-        if store.memory_limit is None or not self.stored_rows:
+        average size need (MEMORY_LIMIT_MB at least)."""
+        if store.memory_limit_mb is None or not self.stored_rows:
             return
         need = CHECKPOINT_ROWS * IN_MEMORY_FACTOR * self.stored_bytes / self.stored_rows
-        mb = int(MEMORY_LIMIT.removesuffix("MB"))
+        mb = MEMORY_LIMIT_MB
         while mb << 20 < need * 1.25:
             mb *= 2
-        if mb > int(store.memory_limit.removesuffix("MB")):
-            store.memory_limit = f"{mb}MB"
-            store.con.execute(f"SET memory_limit = '{mb}MB'")
+        if mb > store.memory_limit_mb:
+            set_memory_limit(store, mb)
 
     def flush(self, force: bool = False, behind: bool = False) -> bool:
         """Write buffered rows when due. False when the DB is busy (rows stay buffered).

@@ -303,10 +303,10 @@ class Store:
         self.read_only = read_only
         self.version = version  # below SCHEMA_VERSION only for old files opened read-only
         self._blobs_written = False  # sidecar bytes not yet synced to the disk
-        # the memory_limit a writer keeps its DuckDB under (the loader's), None for DuckDB's
+        # the memory_limit (MB) a writer keeps its DuckDB under (the loader's), None for DuckDB's
         # default; and whether values larger than a block were written since the last checkpoint
         # (its checkpoint then runs without the limit: recorder/loader.py, `checkpoint`)
-        self.memory_limit: str | None = None
+        self.memory_limit_mb: int | None = None
         self.large_values = False
 
     # -- reading --------------------------------------------------------------------------------

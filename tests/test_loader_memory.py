@@ -1,4 +1,4 @@
-"""The loader's memory limit (recorder/loader.py, MEMORY_LIMIT): rows whose values do not fit
+"""The loader's memory limit (recorder/loader.py, MEMORY_LIMIT_MB): rows whose values do not fit
 under it still go in whole (a checkpoint, then a higher limit), and the checkpoints of large
 values run without it (under it DuckDB failed them as FATAL errors)."""
 
@@ -37,7 +37,7 @@ def test_large_frames_load_whole_past_the_memory_limit(tmp_path, monkeypatch):
     w.set_exit(0)
     w.close()
 
-    monkeypatch.setattr(loader, "MEMORY_LIMIT", "4MB")
+    monkeypatch.setattr(loader, "MEMORY_LIMIT_MB", 4)
     hit: list[BaseException] = []
     real = loader._out_of_memory
     monkeypatch.setattr(loader, "_out_of_memory", lambda e: hit.append(e) or real(e))
