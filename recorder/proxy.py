@@ -521,19 +521,21 @@ def run_proxy(opts: ProxyOptions) -> int:
     # Only now: until the loader is handed the session, a Ctrl-C meant for the agent must not
     # end the proxy with a KeyboardInterrupt.
     signals.uninstall()
-    _close_after(pumps, {0: (stop_r, stop_w), 1: (proc.stdout,), 2: (proc.stderr,)})
+    stop_pipe = [lambda: os.close(stop_r), lambda: os.close(stop_w)]
+    _close_after([(pumps[0], stop_pipe), (pumps[1], [proc.stdout.close]),
+                  (pumps[2], [proc.stderr.close])])
     return code
 
 
-def _close_after(pumps: list, fds: dict[int, tuple]) -> None:
-    """Close what each pump that has ended read from (run_proxy may be called in a longer-lived
-    process); a pump still reading (a grandchild holds the agent's pipe) keeps its fd: a closed
-    number is reused at once."""
-    for i, items in fds.items():
-        if pumps[i].is_alive():
+def _close_after(owned: list) -> None:
+    """Close what each pump that has ended read from, given as (pump, closers) (run_proxy may be
+    called in a longer-lived process); a pump still reading (a grandchild holds the agent's
+    pipe) keeps its fd: a closed number is reused at once."""
+    for pump, closers in owned:
+        if pump.is_alive():
             continue
-        for item in items:
+        for close in closers:
             try:
-                os.close(item) if isinstance(item, int) else item.close()
+                close()
             except OSError:
                 pass
