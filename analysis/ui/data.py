@@ -422,8 +422,8 @@ class Catalog:
         todo = [p for p in paths if self._file_rows.get(p, (None, []))[0] != sigs[p]]
         self.files_read = len(todo)
         self.progress = (0, len(todo))
-        dbs = [p for p in todo if not os.path.isdir(p) and not p.endswith(".jsonl")]
-        others = [p for p in todo if os.path.isdir(p) or p.endswith(".jsonl")]
+        dbs = [p for p in todo if _is_db(p)]
+        others = [p for p in todo if not _is_db(p)]
         read = 0
 
         def noted(res: dict) -> None:
@@ -457,8 +457,7 @@ class Catalog:
                     published = time.monotonic()
             self._finish(paths, spools, problems, t0)
             # the search text, once every row is shown
-            need = [p for p in paths if p in self._file_rows and not os.path.isdir(p)
-                    and not p.endswith(".jsonl")
+            need = [p for p in paths if p in self._file_rows and _is_db(p)
                     and any(r.get("_text") is None for r in self._file_rows[p][1])]
             self.search_progress = (0, len(need))
             self.search_ready = not need
@@ -865,6 +864,12 @@ def save_index_cache(path: str, files_rows: dict[str, dict]) -> None:
     except (OSError, TypeError):  # TypeError: orjson's, a value it cannot write
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def _is_db(path: str) -> bool:
+    """A `.db` recording (read by the cold index), not a transcript or a Parquet export folder
+    (read through a workspace)."""
+    return not path.endswith(".jsonl") and not os.path.isdir(path)
 
 
 def _file_sig(path: str) -> tuple:
