@@ -160,7 +160,8 @@ FROM ({sessions}) x LEFT JOIN ({summaries}) v USING (session_id)
 ORDER BY x.started_at, x.session_id"""
 
 
-def _dicts(cur: Any) -> list[dict]:
+def dicts(cur: Any) -> list[dict]:
+    """The rows of an executed statement as dicts by column name."""
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, t, strict=True)) for t in cur.fetchall()]
 
@@ -179,7 +180,7 @@ def _stored_rows(con: Any, files: list[tuple[str, int]], paths: dict[str, str]) 
         return " UNION ALL ".join(part.format(a=a, v=SESSIONS.select_list(v), p=sql_str(paths[a]))
                                   for a, v in files)
 
-    srows = _dicts(con.execute(union("SELECT '{a}' AS _alias, {v}, {p} AS source_file "
+    srows = dicts(con.execute(union("SELECT '{a}' AS _alias, {v}, {p} AS source_file "
                                      "FROM {a}.sessions")))
     frames = {(r[0], r[1]): (r[2], r[3]) for r in con.execute(union(
         "SELECT '{a}', session_id, count(*), max(seq) FROM {a}.frames GROUP BY session_id"
@@ -213,7 +214,7 @@ def summary_rows(con: Any, sessions: str = "SELECT * FROM sessions") -> list[dic
 
     con.execute(f"CREATE OR REPLACE TEMP TABLE {SCOPE} AS SELECT DISTINCT session_id "
                 f"FROM ({sessions})")
-    return _dicts(con.execute(_ROW_SQL.format(sessions=sessions, summaries=summary_sql())))
+    return dicts(con.execute(_ROW_SQL.format(sessions=sessions, summaries=summary_sql())))
 
 
 def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str],
@@ -234,7 +235,7 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
         if not ids:
             return []
         _compute(con, frames_from, sessions_from, ids, "TEMP TABLE ix_sum")
-        return [r | {"stored": False} for r in _dicts(con.execute(_ROW_SQL.format(
+        return [r | {"stored": False} for r in dicts(con.execute(_ROW_SQL.format(
             sessions=f"SELECT * FROM {sessions_from}", summaries="SELECT * FROM ix_sum")))]
 
     if len(versions) == 1:  # a file alone (a big one is): read in place

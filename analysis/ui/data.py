@@ -46,9 +46,9 @@ def sql(name: str) -> str:
 
 
 def _rows(con: Any, text: str, params: dict | None = None) -> list[dict]:
-    cur = con.execute(text, params or {})
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    from .coldindex import dicts
+
+    return dicts(con.execute(text, params or {}))
 
 
 def _json_safe(v: Any) -> Any:
