@@ -101,6 +101,40 @@ def test_mixed_frames_stored_byte_exact_and_as_classified(tmp_path):
     assert len(COLUMNS) == len(Frame.__dataclass_fields__)
 
 
+def test_a_background_checkpoint_reports_at_the_next_use_of_the_store(tmp_path):
+    """Checkpoints run in a thread while the next rows are classified: what one raises comes
+    out where the store is used next, a full disk is told to the caller (which checkpoints
+    again after its next batch), and the store is opened again after it."""
+    import errno
+
+    import duckdb
+    import pytest
+
+    from wire_recorder.recorder import loader
+
+    db = loader.DB(str(tmp_path / "b.db"))
+    assert db.get() is not None
+
+    def broken(store):
+        raise duckdb.InvalidInputException("not a disk problem")
+    db.in_background(broken)
+    with pytest.raises(duckdb.InvalidInputException, match="not a disk problem"):
+        db.write(lambda store: None)
+    assert db.write(lambda store: store.con.execute("SELECT 1"))
+
+    def full(store):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    db.in_background(full)
+    assert db.settle() is False
+    assert db.settle() is True  # told once
+    assert db.store is None  # let go of on the full disk, opened again when used
+    assert db.get() is not None
+    done = []
+    db.in_background(lambda store: done.append(store.con.execute("SELECT 42").fetchone()[0]))
+    db.release()  # waits for it
+    assert done == [42] and db.store is None
+
+
 def test_batches_and_checkpoints_keep_every_row_once(tmp_path, monkeypatch):
     """Many small batches, a checkpoint every few of them, a recover-style load of a spool:
     every frame stored once, in order (the checkpoint path runs without 100k-row sessions)."""
