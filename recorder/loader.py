@@ -172,7 +172,8 @@ class DB:
         """Start `write(fn)` in a thread of its own; the next use of the store waits for it
         (`settle`). For checkpoints: DuckDB lets go of the GIL while it compresses and writes
         the rows, so the next rows are redacted and classified meanwhile (1M small frames:
-        a checkpoint every 100k rows took ~15% of the loader's time, in line with the rest)."""
+        checkpoints every 100k rows, run in turn with the rest, took ~15% of the loader's
+        time)."""
         self.settle()
 
         def run() -> None:
