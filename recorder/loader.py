@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import duckdb
 import orjson
@@ -307,6 +308,8 @@ class Ingest:
         self.last_mono_ns = meta.get("mono_start_ns") or 0
         self.rows: list[tuple] = []
         self.since_checkpoint = 0  # rows inserted since the last checkpoint
+        # whether the proxy has stopped relaying (checkpoints may then take a core of their own)
+        self.relay_over: Callable[[], bool] = lambda: True
         self.row_bytes = 0
         self.stored_rows = self.stored_bytes = 0  # this load's, for the memory limit
         self.large = False  # a buffered row holds a value larger than a DuckDB block
@@ -522,8 +525,15 @@ class Ingest:
             self.large = False
             self.last_flush = now
             if self.since_checkpoint >= CHECKPOINT_ROWS:
-                self.store.in_background(checkpoint)
-                self.since_checkpoint = 0
+                # In a thread only once the relay is over: one beside it took the loader to two
+                # cores and starved the proxy's spool writer on a 2-core machine (10M small
+                # frames dropped 5-8% where in-line checkpoints dropped none).
+                if self.relay_over():
+                    self.store.in_background(checkpoint)
+                    self.since_checkpoint = 0
+                # (one that fails on a full disk is tried again after the next batch)
+                elif self.store.write(checkpoint):
+                    self.since_checkpoint = 0
         elif not self.rows:
             self.last_flush = now
         return True
@@ -666,6 +676,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         if first is None:  # _open_for returns with the store open; another writer took it since
             raise DBLocked(f"{db} is in use by another process")
         ing = Ingest(handle, meta, resume_after=first.max_seq(sid))
+        if follow:
+            ing.relay_over = lambda: writer_closed(spool_path)
         for note in ing.redactor.notes:
             _say(f"session {sid}: {note}")
         first.upsert_session(ing.session_values(None))

@@ -135,6 +135,58 @@ def test_a_background_checkpoint_reports_at_the_next_use_of_the_store(tmp_path):
     assert done == [42] and db.store is None
 
 
+def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_path,
+                                                                             monkeypatch):
+    """While the proxy relays, checkpoints run in line (beside it, a second busy thread starved
+    the proxy's spool writer on 2 cores); after, in the background; every row stored once."""
+    import threading
+
+    from wire_recorder.recorder import loader
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+
+    monkeypatch.setattr(loader, "BATCH_ROWS", 300)
+    monkeypatch.setattr(loader, "CHECKPOINT_ROWS", 1000)
+    where: list[str] = []
+    real = loader.checkpoint
+
+    def noted(store, close=False):
+        if not close:
+            where.append(threading.current_thread().name)
+        real(store, close)
+    monkeypatch.setattr(loader, "checkpoint", noted)
+    db = str(tmp_path / "t.db")
+    spool = f"{db}.t.spool"
+    writer = SpoolWriter(spool, {"session_id": "t", "started_wall_ns": 1, "db": db,
+                                 "cwd": str(tmp_path)}, no_loss=True)
+    frames = [b'{"jsonrpc":"2.0","method":"m","params":{"i":%d}}\n' % i for i in range(6000)]
+    for k in range(0, 6000, 100):
+        writer.put(C2A if k % 200 else A2C, b"".join(frames[k:k + 100]))
+    writer.close()
+    reader = SpoolReader(spool)
+    handle = loader.DB(db)
+    ing = loader.Ingest(handle, reader.meta)
+    relaying = [True]
+    ing.relay_over = lambda: not relaying[0]
+    records = reader.read_available(final=True)
+    half = len(records) // 2
+    for part in (records[:half], records[half:]):
+        for r in part:
+            ing.feed([r])
+            ing.flush(behind=True)
+        assert where and set(where) == ({"MainThread"} if relaying[0] else
+                                        {"MainThread", "loader-checkpoint"})
+        relaying[0] = False
+    assert ing.finish("agent_exit")
+    handle.release()
+    reader.close()
+    store = open_store(db, read_only=True)
+    try:
+        stored = [bytes(f.raw) + b"\n" for f in store.frames("t") if f.direction != "proxy"]
+    finally:
+        store.close()
+    assert sorted(stored) == sorted(frames)
+
+
 def test_batches_and_checkpoints_keep_every_row_once(tmp_path, monkeypatch):
     """Many small batches, a checkpoint every few of them, a recover-style load of a spool:
     every frame stored once, in order (the checkpoint path runs without 100k-row sessions)."""
