@@ -102,6 +102,7 @@ def duckdb_load(frames: str, tmp: str) -> tuple[float, float, int]:
         data = i.read()
         out.write(data)
         out.write(data)
+    os.sync()
     db = os.path.join(tmp, "plain.db")
     p = subprocess.Popen([sys.executable, "-c", DUCKDB_LOAD, both, db], stdout=subprocess.PIPE)
     hwm = 0
@@ -163,7 +164,11 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool) -> bo
     frames = os.path.join(tmp, f"frames-{size}.ndjson")
     total = write_frames(frames, size, n)
     print(f"\n== {label}: {n:,} frames of {size:,} B ({total / 2**20:,.0f} MiB each way)")
+    # Each timed step starts with no dirty pages of the one before (the 2 GB input file of the
+    # 10M case left behind slowed the proxy's spool writes, which then dropped frames).
+    os.sync()
     t_cat = timed(["cat"], frames)
+    os.sync()
     t_tee = timed(f"cat | tee {tmp}/tee.out | cat", frames, shell=True)
     os.unlink(f"{tmp}/tee.out")
     print(f"   cat {t_cat:.2f} s   cat|tee|cat {t_tee:.2f} s")
@@ -173,6 +178,7 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool) -> bo
               f"{rows / secs:,.0f} rows/s, VmHWM {hwm:.0f} MB")
     ok = True
     for burn in ([False, True] if busy else [False]):
+        os.sync()
         b = burner() if burn else None
         try:
             r = record(frames, n, tmp, f"{size}-{int(burn)}")
