@@ -39,7 +39,7 @@ from .spool import (
     read_counters,
     writer_closed,
 )
-from .store import BLOCK_SIZE, DBLocked, Store, open_store
+from .store import BLOCK_SIZE, INLINE_MAX, DBLocked, Store, open_store
 from .workdir import store_workdir
 
 BATCH_ROWS = 10_000
@@ -76,6 +76,18 @@ CHECKPOINT_ROWS = 100_000
 # the blocks each checkpoint wrote. IN_MEMORY_FACTOR: DuckDB's bytes a row per byte of its
 # values (measured ~475 / 300 for 200 B frames).
 IN_MEMORY_FACTOR = 1.6
+# Sessions with values larger than a DuckDB block (16 KiB: tool results, file contents) checkpoint
+# every LARGE_CHECKPOINT_BYTES of values too, under a limit of LARGE_CHECKPOINT_LIMIT_MB. Without
+# a limit such checkpoints grew with the session (1 GiB of 64 KiB frames: 5.2-5.9 GB VmHWM, 4.6
+# GB checkpointing every 32 MB); under 256 MB, 617 MB. But DuckDB fails some of them as FATAL
+# (600 KB values under 128 and 256 MB), which invalidates the database: the store is then opened
+# again (its WAL brings back every committed row) and the session's checkpoints run without a
+# limit, by rows only, as before. So do those of sessions with a value over
+# LIMITED_VALUE_MAX, where limited checkpoints failed or cost more (200 KB frames: 1.2 GB and 11 s
+# for 256 MiB each way as before, 1.6 GB and 32 s through the FATAL; 20 KB frames 1.1 GB -> 0.44).
+LARGE_CHECKPOINT_BYTES = 32 << 20
+LARGE_CHECKPOINT_LIMIT_MB = 256
+LIMITED_VALUE_MAX = 96 << 10
 # Spool bytes read at once: ~10k small frames, or one record of the largest size.
 READ_BYTES = 2 << 20
 # A reader's brief lock is waited out; a writer's means a sibling file. (Within the second an
@@ -127,6 +139,11 @@ class DB:
         self.store = store
         self.pinned = store is not None  # a store handed in by the caller stays open
         self.full_said = False
+        # checkpoints of large values go without a limit (one under it failed, or values over
+        # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
+        self.unlimited = self.pinned
+        if store is not None:
+            store.checkpoint_unlimited = True
         self._behind: threading.Thread | None = None  # a write running in the background
         self._behind_ok = True
         self._behind_error: BaseException | None = None
@@ -147,6 +164,7 @@ class DB:
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
             self.store.con.execute("SET threads = 1")
             set_memory_limit(self.store, MEMORY_LIMIT_MB)
+            self.store.checkpoint_unlimited = self.unlimited
         return self.store
 
     def wait(self, timeout: float) -> Store | None:
@@ -160,7 +178,35 @@ class DB:
     def release(self) -> None:
         self.settle()
         if self.store is not None and not self.pinned:
-            checkpoint(self.store, close=True)  # the file is whole without its .wal
+            try:
+                checkpoint(self.store, close=True)  # the file is whole without its .wal
+            except duckdb.FatalException:
+                self.checkpoint_again(close=True)
+            self.store = None
+
+    def without_limit(self) -> None:
+        """Checkpoints of large values run without a memory limit from now on."""
+        self.unlimited = True
+        if self.store is not None:
+            self.store.checkpoint_unlimited = True
+
+    def checkpoint_again(self, close: bool = False) -> None:
+        """After a checkpoint DuckDB failed as FATAL (the database is invalidated): open the
+        file again, which replays its WAL (every committed row), and checkpoint it without a
+        memory limit."""
+        self.unlimited = True
+        old, self.store = self.store, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - an invalidated database refuses even that
+                old.con = None  # type: ignore[assignment]
+        store = self._get()
+        if store is None:
+            raise DBLocked(f"{self.path} was taken by another process while it was reopened")
+        store.large_values = True
+        checkpoint(store, close=close, unlimited=True)
+        if close:
             self.store = None
 
     def write(self, fn) -> bool:
@@ -206,7 +252,12 @@ class DB:
         if store is None:
             return False
         try:
-            fn(store)
+            try:
+                fn(store)
+            except duckdb.FatalException:
+                if fn is not checkpoint or self.pinned:
+                    raise
+                self.checkpoint_again()
         except (duckdb.Error, OSError) as e:
             if not _disk_full(e):
                 raise
@@ -256,21 +307,24 @@ def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
     store.insert_frames(rows)
 
 
-def checkpoint(store: Store, close: bool = False) -> None:
-    """A checkpoint (or the one closing makes). Without the memory limit when values larger
-    than a block were written since the last one: under a limit, such a checkpoint failed as a
-    FATAL error, which leaves DuckDB's database unusable (measured: 600 KB frames at 64 MB).
-    The store's limit is set again after it, which drops the blocks it wrote from memory."""
+def checkpoint(store: Store, close: bool = False, unlimited: bool = False) -> None:
+    """A checkpoint (or the one closing makes). Under LARGE_CHECKPOINT_LIMIT_MB at least when
+    values larger than a block were written since the last one (under the loader's 64 MB such a
+    checkpoint failed as FATAL: 600 KB frames), without any limit when `unlimited` (after such a
+    FATAL: `DB.checkpoint_again`). The store's limit is set again after it, which drops the
+    blocks it wrote from memory."""
     lift = store.large_values and store.memory_limit_mb is not None
+    raised = ("RESET memory_limit" if unlimited or store.checkpoint_unlimited else
+              f"SET memory_limit = '{max(store.memory_limit_mb or 0, LARGE_CHECKPOINT_LIMIT_MB)}MB'")
     if close:
         try:
             if lift:
-                store.con.execute("RESET memory_limit")
+                store.con.execute(raised)
         finally:
             store.close()
         return
     if lift:
-        store.con.execute("RESET memory_limit")
+        store.con.execute(raised)
     store.con.execute("CHECKPOINT")
     store.large_values = False
     if not lift or store.memory_limit_mb is None:
@@ -308,6 +362,9 @@ class Ingest:
         self.last_mono_ns = meta.get("mono_start_ns") or 0
         self.rows: list[tuple] = []
         self.since_checkpoint = 0  # rows inserted since the last checkpoint
+        self.since_checkpoint_bytes = 0  # ...and the bytes of their values
+        self.large_session = False  # a value larger than a block was stored
+        self.largest = 0  # the largest value (raw inline, or payload) buffered or stored
         # whether the proxy has stopped relaying (checkpoints may then take a core of their own)
         self.relay_over: Callable[[], bool] = lambda: True
         self.row_bytes = 0
@@ -348,6 +405,9 @@ class Ingest:
         self.row_bytes += len(raw) + payload
         if len(raw) > BLOCK_SIZE or payload > BLOCK_SIZE:
             self.large = True
+            value = max(len(raw) if len(raw) <= INLINE_MAX else 0, payload)
+            if value > self.largest:
+                self.largest = value
 
     def _frame(self, stream: int, raw: bytes, newline: bool, mono: int, wall: int) -> None:
         seq, rows, frames = self.seq, len(self.rows), self.frame_count
@@ -492,7 +552,10 @@ class Ingest:
         average size need (MEMORY_LIMIT_MB at least)."""
         if store.memory_limit_mb is None or not self.stored_rows:
             return
-        need = CHECKPOINT_ROWS * IN_MEMORY_FACTOR * self.stored_bytes / self.stored_rows
+        between = CHECKPOINT_ROWS * self.stored_bytes / self.stored_rows
+        if self.large_session and not self.store.unlimited:  # it checkpoints by bytes too
+            between = min(between, LARGE_CHECKPOINT_BYTES)
+        need = IN_MEMORY_FACTOR * between
         mb = MEMORY_LIMIT_MB
         while mb << 20 < need * 1.25:
             mb *= 2
@@ -515,25 +578,31 @@ class Ingest:
                 self._fit_limit(store)
             if not self.store.settle():  # the last checkpoint met a full disk: again after this
                 self.since_checkpoint = max(self.since_checkpoint, CHECKPOINT_ROWS)
+            self.large_session |= large
+            if self.largest > LIMITED_VALUE_MAX and not self.store.unlimited:
+                self.store.without_limit()
             if not self.store.write(insert):
                 return False
             self.since_checkpoint += len(rows)
+            self.since_checkpoint_bytes += self.row_bytes
             self.stored_rows += len(rows)
             self.stored_bytes += self.row_bytes
             self.rows = []
             self.row_bytes = 0
             self.large = False
             self.last_flush = now
-            if self.since_checkpoint >= CHECKPOINT_ROWS:
+            if self.since_checkpoint >= CHECKPOINT_ROWS or (
+                    self.large_session and not self.store.unlimited
+                    and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
                 # In a thread only once the relay is over: one beside it took the loader to two
                 # cores and starved the proxy's spool writer on a 2-core machine (10M small
                 # frames dropped 5-8% where in-line checkpoints dropped none).
                 if self.relay_over():
                     self.store.in_background(checkpoint)
-                    self.since_checkpoint = 0
+                    self.since_checkpoint = self.since_checkpoint_bytes = 0
                 # (one that fails on a full disk is tried again after the next batch)
                 elif self.store.write(checkpoint):
-                    self.since_checkpoint = 0
+                    self.since_checkpoint = self.since_checkpoint_bytes = 0
         elif not self.rows:
             self.last_flush = now
         return True

@@ -308,6 +308,8 @@ class Store:
         # (its checkpoint then runs without the limit: recorder/loader.py, `checkpoint`)
         self.memory_limit_mb: int | None = None
         self.large_values = False
+        # its checkpoints of large values run without any limit (one under a limit failed)
+        self.checkpoint_unlimited = False
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:

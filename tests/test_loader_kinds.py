@@ -187,6 +187,48 @@ def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_
     assert sorted(stored) == sorted(frames)
 
 
+def test_a_checkpoint_duckdb_fails_as_fatal_is_done_again_without_a_limit(tmp_path,
+                                                                          monkeypatch):
+    """Checkpoints of values larger than a block run under a memory limit; one DuckDB fails as
+    FATAL there (its database invalidated) is done again after the file is opened anew, without
+    a limit, and so are the session's later ones: every frame stored, byte for byte."""
+    from wire_recorder.recorder import loader
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+
+    # 600 KB values: under 64 MB, a checkpoint fails once ~100 MB of them are in the row group
+    # (under 256 MB, as the loader sets, once ~250 MB are: too slow for a test)
+    monkeypatch.setattr(loader, "LARGE_CHECKPOINT_LIMIT_MB", 64)
+    monkeypatch.setattr(loader, "LARGE_CHECKPOINT_BYTES", 8 << 20)
+    monkeypatch.setattr(loader, "LIMITED_VALUE_MAX", 1 << 30)
+    db = str(tmp_path / "f.db")
+    spool = f"{db}.f.spool"
+    writer = SpoolWriter(spool, {"session_id": "f", "started_wall_ns": 1, "db": db,
+                                 "cwd": str(tmp_path)}, no_loss=True)
+    frames = [b'{"jsonrpc":"2.0","method":"m","params":{"i":%d,"t":"%s"}}\n'
+              % (i, (b"%d-" % i) * (600_000 // (len(b"%d-" % i)))) for i in range(200)]
+    for i, frame in enumerate(frames):
+        writer.put(C2A if i % 2 else A2C, frame)
+    writer.close()
+    reader = SpoolReader(spool)
+    handle = loader.DB(db)
+    ing = loader.Ingest(handle, reader.meta)
+    records = reader.read_available(1 << 30, final=True)
+    while records:  # as the loader reads: not while its buffer is full
+        if not ing.full:
+            ing.feed([records.pop(0)])
+        ing.flush(behind=True)
+    assert ing.finish("agent_exit")
+    assert handle.unlimited  # the FATAL came, and the fallback took over
+    handle.release()
+    reader.close()
+    store = open_store(db, read_only=True)
+    try:
+        stored = [bytes(f.raw) + b"\n" for f in store.frames("f") if f.direction != "proxy"]
+    finally:
+        store.close()
+    assert sorted(stored) == sorted(frames)
+
+
 def test_batches_and_checkpoints_keep_every_row_once(tmp_path, monkeypatch):
     """Many small batches, a checkpoint every few of them, a recover-style load of a spool:
     every frame stored once, in order (the checkpoint path runs without 100k-row sessions)."""
