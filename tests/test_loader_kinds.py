@@ -135,6 +135,29 @@ def test_a_background_checkpoint_reports_at_the_next_use_of_the_store(tmp_path):
     assert done == [42] and db.store is None
 
 
+def _spool(tmp_path, sid: str, chunks) -> tuple[str, str]:
+    """(db, spool) with the (stream, bytes) chunks written through a real SpoolWriter."""
+    from wire_recorder.recorder.spool import SpoolWriter
+
+    db = str(tmp_path / f"{sid}.db")
+    spool = f"{db}.{sid}.spool"
+    writer = SpoolWriter(spool, {"session_id": sid, "started_wall_ns": 1, "db": db,
+                                 "cwd": str(tmp_path)}, no_loss=True)
+    for stream, data in chunks:
+        writer.put(stream, data)
+    writer.close()
+    return db, spool
+
+
+def _stored_lines(db: str, sid: str) -> list[bytes]:
+    """The session's client and agent frames as stored, each with its newline, sorted."""
+    store = open_store(db, read_only=True)
+    try:
+        return sorted(bytes(f.raw) + b"\n" for f in store.frames(sid) if f.direction != "proxy")
+    finally:
+        store.close()
+
+
 def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_path,
                                                                              monkeypatch):
     """While the proxy relays, checkpoints run in line (beside it, a second busy thread starved
@@ -142,7 +165,7 @@ def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_
     import threading
 
     from wire_recorder.recorder import loader
-    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader
 
     monkeypatch.setattr(loader, "BATCH_ROWS", 300)
     monkeypatch.setattr(loader, "CHECKPOINT_ROWS", 1000)
@@ -154,14 +177,9 @@ def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_
             where.append(threading.current_thread().name)
         real(store, close)
     monkeypatch.setattr(loader, "checkpoint", noted)
-    db = str(tmp_path / "t.db")
-    spool = f"{db}.t.spool"
-    writer = SpoolWriter(spool, {"session_id": "t", "started_wall_ns": 1, "db": db,
-                                 "cwd": str(tmp_path)}, no_loss=True)
     frames = [b'{"jsonrpc":"2.0","method":"m","params":{"i":%d}}\n' % i for i in range(6000)]
-    for k in range(0, 6000, 100):
-        writer.put(C2A if k % 200 else A2C, b"".join(frames[k:k + 100]))
-    writer.close()
+    db, spool = _spool(tmp_path, "t", [(C2A if k % 200 else A2C, b"".join(frames[k:k + 100]))
+                                       for k in range(0, 6000, 100)])
     reader = SpoolReader(spool)
     handle = loader.DB(db)
     ing = loader.Ingest(handle, reader.meta)
@@ -179,12 +197,7 @@ def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_
     assert ing.finish("agent_exit")
     handle.release()
     reader.close()
-    store = open_store(db, read_only=True)
-    try:
-        stored = [bytes(f.raw) + b"\n" for f in store.frames("t") if f.direction != "proxy"]
-    finally:
-        store.close()
-    assert sorted(stored) == sorted(frames)
+    assert _stored_lines(db, "t") == sorted(frames)
 
 
 def test_a_checkpoint_duckdb_fails_as_fatal_is_done_again_without_a_limit(tmp_path,
@@ -193,22 +206,16 @@ def test_a_checkpoint_duckdb_fails_as_fatal_is_done_again_without_a_limit(tmp_pa
     FATAL there (its database invalidated) is done again after the file is opened anew, without
     a limit, and so are the session's later ones: every frame stored, byte for byte."""
     from wire_recorder.recorder import loader
-    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolReader
 
     # 600 KB values: under 64 MB, a checkpoint fails once ~100 MB of them are in the row group
     # (under 256 MB, as the loader sets, once ~250 MB are: too slow for a test)
     monkeypatch.setattr(loader, "LARGE_CHECKPOINT_LIMIT_MB", 64)
     monkeypatch.setattr(loader, "LARGE_CHECKPOINT_BYTES", 8 << 20)
     monkeypatch.setattr(loader, "LIMITED_VALUE_MAX", 1 << 30)
-    db = str(tmp_path / "f.db")
-    spool = f"{db}.f.spool"
-    writer = SpoolWriter(spool, {"session_id": "f", "started_wall_ns": 1, "db": db,
-                                 "cwd": str(tmp_path)}, no_loss=True)
     frames = [b'{"jsonrpc":"2.0","method":"m","params":{"i":%d,"t":"%s"}}\n'
               % (i, (b"%d-" % i) * (600_000 // (len(b"%d-" % i)))) for i in range(200)]
-    for i, frame in enumerate(frames):
-        writer.put(C2A if i % 2 else A2C, frame)
-    writer.close()
+    db, spool = _spool(tmp_path, "f", [(C2A if i % 2 else A2C, f) for i, f in enumerate(frames)])
     reader = SpoolReader(spool)
     handle = loader.DB(db)
     ing = loader.Ingest(handle, reader.meta)
@@ -221,12 +228,7 @@ def test_a_checkpoint_duckdb_fails_as_fatal_is_done_again_without_a_limit(tmp_pa
     assert handle.unlimited  # the FATAL came, and the fallback took over
     handle.release()
     reader.close()
-    store = open_store(db, read_only=True)
-    try:
-        stored = [bytes(f.raw) + b"\n" for f in store.frames("f") if f.direction != "proxy"]
-    finally:
-        store.close()
-    assert sorted(stored) == sorted(frames)
+    assert _stored_lines(db, "f") == sorted(frames)
 
 
 def test_batches_and_checkpoints_keep_every_row_once(tmp_path, monkeypatch):
