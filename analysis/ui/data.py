@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # rich and the timeline load with the first session, not befo
 
 
 PAGE = 2000  # conversation items per request
+REPORT_WAITS_FOR_INDEX_S = 30.0
 INDEX_COLUMNS = ("key", "session_id", "name", "protocol", "agent", "started_at", "duration_ms",
                  "turns", "tokens", "tool_calls", "errors", "anomalies", "tags", "source_file",
                  "live")
@@ -788,6 +789,12 @@ class Catalog:
             raise UserError(f"{path}: not a wire-replay --json report")
         sid = rep.get("session_id")
         key = next((r["key"] for r in self.rows if r["session_id"] == sid), None)
+        # a report opened while the first index build runs (wire-ui's start) links to its
+        # recorded session once that file is read, not never
+        deadline = time.monotonic() + REPORT_WAITS_FOR_INDEX_S
+        while key is None and not self.ready and time.monotonic() < deadline:
+            time.sleep(0.05)
+            key = next((r["key"] for r in self.rows if r["session_id"] == sid), None)
         divs = rep.get("divergences") or []
         first = rep.get("first_divergence")
         order = ([first] if first else []) + [d for d in divs if d != first]
