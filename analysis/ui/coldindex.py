@@ -30,13 +30,17 @@ import orjson
 from ..catalog import sql_str
 
 TEXT_CAP = 20000  # characters of search text per session
+# ...of at most PIECE_CAP from each frame: the heap below holds cap + 1 pieces, and whole pieces
+# of 64 KiB frames took the loader's after-close index step to 1.9 GB (20 KB frames; 5.9 GB
+# with 64 KiB ones). With it, a long message no longer hides the ones after it from the search.
+PIECE_CAP = 2000
 # The pieces of the first cap + 1 frames in seq order, joined by a space: as many characters as
 # all of them joined would give under the cap, but min_by keeps only those (a bounded heap) where
 # string_agg(... ORDER BY seq) sorted every piece of the session first (a 200k-frame session:
 # 167 MB more in the loader's after-close index step, measured).
-_TEXT_SQL = """SELECT session_id, left(array_to_string(min_by(array_to_string(regexp_extract_all(
-    payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), seq, {cap} + 1),
-    ' '), {cap}) AS said
+_TEXT_SQL = """SELECT session_id, left(array_to_string(min_by(left(array_to_string(regexp_extract_all(
+    payload, '"(?:text|think|user_input)":"((?:[^"\\\\]|\\\\.)*)"', 1), ''), {piece}), seq,
+    {cap} + 1), ' '), {cap}) AS said
 FROM {frames}
 WHERE direction IN ('c2a', 'a2c') AND (contains(payload, '"text":"') OR contains(payload, '"think":"')
     OR contains(payload, '"user_input":"'))
@@ -51,7 +55,7 @@ def unescape(s: str | None) -> str:
 
 def text_sql(frames: str) -> str:
     """Per session of `frames` (a table expression): the text search looks through, raw."""
-    return _TEXT_SQL.format(cap=TEXT_CAP, frames=frames)
+    return _TEXT_SQL.format(cap=TEXT_CAP, piece=PIECE_CAP, frames=frames)
 
 
 def _attach(con: Any, paths: list[str], problems: dict[str, str], busy: list[str]) -> dict[str, str]:
