@@ -141,9 +141,9 @@ class DB:
         self.full_said = False
         # checkpoints of large values go without a limit (one under it failed, or values over
         # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
-        self.unlimited = self.pinned
-        if store is not None:
-            store.checkpoint_unlimited = True
+        self.unlimited = False
+        if self.pinned:
+            self.without_limit()
         self._behind: threading.Thread | None = None  # a write running in the background
         self._behind_ok = True
         self._behind_error: BaseException | None = None
@@ -178,10 +178,7 @@ class DB:
     def release(self) -> None:
         self.settle()
         if self.store is not None and not self.pinned:
-            try:
-                checkpoint(self.store, close=True)  # the file is whole without its .wal
-            except duckdb.FatalException:
-                self.checkpoint_again(close=True)
+            self.checkpoint(self.store, close=True)  # the file is whole without its .wal
             self.store = None
 
     def without_limit(self) -> None:
@@ -190,11 +187,19 @@ class DB:
         if self.store is not None:
             self.store.checkpoint_unlimited = True
 
-    def checkpoint_again(self, close: bool = False) -> None:
-        """After a checkpoint DuckDB failed as FATAL (the database is invalidated): open the
-        file again, which replays its WAL (every committed row), and checkpoint it without a
-        memory limit."""
-        self.unlimited = True
+    def checkpoint(self, store: Store, close: bool = False) -> None:
+        """`checkpoint` of the store; one DuckDB fails as FATAL (the database invalidated) is
+        done again after the file is opened anew, which replays its WAL (every committed row),
+        without a memory limit, as are the later ones."""
+        try:
+            checkpoint(store, close=close)
+        except duckdb.FatalException:
+            if self.pinned:
+                raise
+            self._checkpoint_again(close)
+
+    def _checkpoint_again(self, close: bool) -> None:
+        self.without_limit()
         old, self.store = self.store, None
         if old is not None:
             try:
@@ -252,12 +257,7 @@ class DB:
         if store is None:
             return False
         try:
-            try:
-                fn(store)
-            except duckdb.FatalException:
-                if fn is not checkpoint or self.pinned:
-                    raise
-                self.checkpoint_again()
+            fn(store)
         except (duckdb.Error, OSError) as e:
             if not _disk_full(e):
                 raise
@@ -311,7 +311,7 @@ def checkpoint(store: Store, close: bool = False, unlimited: bool = False) -> No
     """A checkpoint (or the one closing makes). Under LARGE_CHECKPOINT_LIMIT_MB at least when
     values larger than a block were written since the last one (under the loader's 64 MB such a
     checkpoint failed as FATAL: 600 KB frames), without any limit when `unlimited` (after such a
-    FATAL: `DB.checkpoint_again`). The store's limit is set again after it, which drops the
+    FATAL: `DB.checkpoint`). The store's limit is set again after it, which drops the
     blocks it wrote from memory."""
     lift = store.large_values and store.memory_limit_mb is not None
     raised = ("RESET memory_limit" if unlimited or store.checkpoint_unlimited else
@@ -598,10 +598,10 @@ class Ingest:
                 # cores and starved the proxy's spool writer on a 2-core machine (10M small
                 # frames dropped 5-8% where in-line checkpoints dropped none).
                 if self.relay_over():
-                    self.store.in_background(checkpoint)
+                    self.store.in_background(self.store.checkpoint)
                     self.since_checkpoint = self.since_checkpoint_bytes = 0
                 # (one that fails on a full disk is tried again after the next batch)
-                elif self.store.write(checkpoint):
+                elif self.store.write(self.store.checkpoint):
                     self.since_checkpoint = self.since_checkpoint_bytes = 0
         elif not self.rows:
             self.last_flush = now
