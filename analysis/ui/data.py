@@ -788,13 +788,12 @@ class Catalog:
         if not isinstance(rep, dict) or "divergences" not in rep:
             raise UserError(f"{path}: not a wire-replay --json report")
         sid = rep.get("session_id")
-        key = next((r["key"] for r in self.rows if r["session_id"] == sid), None)
         # a report opened while the first index build runs (wire-ui's start) links to its
         # recorded session once that file is read, not never
         deadline = time.monotonic() + REPORT_WAITS_FOR_INDEX_S
-        while key is None and not self.ready and time.monotonic() < deadline:
+        while ((key := next((r["key"] for r in self.rows if r["session_id"] == sid), None))
+               is None and not self.ready and time.monotonic() < deadline):
             time.sleep(0.05)
-            key = next((r["key"] for r in self.rows if r["session_id"] == sid), None)
         divs = rep.get("divergences") or []
         first = rep.get("first_divergence")
         order = ([first] if first else []) + [d for d in divs if d != first]
