@@ -359,6 +359,38 @@ def test_batch_index_rows_stored_or_computed_agree_and_hostile_files_are_refused
         workers.close()
 
 
+def test_search_text_takes_each_frame_s_strings_from_its_head_even_when_cut_there():
+    """Search text: every text/think/user_input string of a frame's first HEAD_CHARS
+    characters, up to PIECE_CAP of them a frame, frames in seq order; a string the head cuts
+    (also inside an escape) is taken up to the cut, not dropped."""
+    import duckdb
+
+    from wire_recorder.analysis.ui.coldindex import HEAD_CHARS, PIECE_CAP, text_sql, unescape
+
+    long_text = "word " * (HEAD_CHARS // 5 + 100)
+    # the head's cut falls between the backslash and the quote of an escaped quote
+    escaped = "a" * (HEAD_CHARS - len('{"text":"') - 1) + '\\"tail'
+    payloads = [
+        (1, '{"type":"text","text":"first said"}'),
+        (2, '{"type":"text","text":"' + long_text + '"}'),
+        (3, '{"text":"' + escaped + '"}'),
+        (4, '{"blob":"' + "x" * HEAD_CHARS + '","text":"beyond the head"}'),
+        (5, '{"user_input":"last \\"quoted\\" prompt"}'),
+    ]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE f (session_id VARCHAR, seq BIGINT, direction VARCHAR, "
+                "payload JSON)")
+    con.executemany("INSERT INTO f VALUES ('s', ?, 'a2c', ?)", payloads)
+    con.execute("INSERT INTO f VALUES ('s', 6, 'proxy', '{\"text\":\"not a frame\"}')")
+    ((sid, said),) = con.execute(text_sql("f")).fetchall()
+    pieces = said.split(" ", 2)
+    assert sid == "s" and pieces[:2] == ["first", "said"]
+    assert said == " ".join(["first said", long_text[:PIECE_CAP],
+                             escaped[:PIECE_CAP], 'last \\"quoted\\" prompt'])
+    assert "beyond the head" not in said and "not a frame" not in said
+    assert unescape(said).endswith('last "quoted" prompt')
+
+
 def orjson_roundtrip(obj):
     import orjson
 
