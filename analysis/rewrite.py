@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from wire_recorder.recorder.errors import DBLocked, NotARecording, OutputError
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.model import SESSION_COLUMNS, Frame
 from wire_recorder.recorder.paths import open_private
 from wire_recorder.recorder.store import Store, blobs_path, is_duckdb_file, open_store
@@ -214,6 +215,9 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
     sidecar) by a new one that holds only the redacted bytes."""
     rw = _Rewriter(redactor, placeholder_re)
     result = FileChanges(path, "db")
+    # a session its proxy has handed to a loader still storing it is waited for, as every
+    # reader does (`wire-proxy ... && wire-redact` must not fail for the loader's second)
+    wait_for_loaders(path)
     _refuse_live(path)
     # A read-only open is refused while a loader writes the file (DBLocked), and keeps writers
     # out until the new file has replaced it.

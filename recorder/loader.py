@@ -155,7 +155,8 @@ class DB:
     def _get(self) -> Store | None:
         if self.store is None:
             try:
-                self.store = open_store(self.path)
+                # (it waits for other loaders itself, before it starts: _open_for)
+                self.store = open_store(self.path, wait_for_loader=False)
             except DBLocked:
                 _Word.say(True)
                 return None

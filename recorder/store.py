@@ -436,14 +436,22 @@ class Store:
         self.close()
 
 
-def open_store(path: str, read_only: bool = False) -> Store:
+def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True) -> Store:
     """Open a recording. Read-only opens never change the file; writable opens create it (owner
     only) and migrate it to the current schema. Tables only: analysis installs its views when
-    it opens a file (analysis/views.py)."""
+    it opens a file (analysis/views.py).
+
+    Either waits first for a loader still storing a session its proxy has handed over (every
+    opener but that loader itself: `wait_for_loader=False`), so `wire-proxy ... && wire-import
+    --db` the same file does not fail on the loader's lock."""
     import duckdb
+
+    from .handoff import wait_for_loaders
 
     path = os.fspath(path)
     if not read_only:
+        if wait_for_loader:
+            wait_for_loaders(path)
         _PRIVATE.enter()  # left when the store closes
         try:
             con = _connect(path, read_only=False)
@@ -459,8 +467,6 @@ def open_store(path: str, read_only: bool = False) -> Store:
             _PRIVATE.leave()
             raise
         return Store(path, con, False, version)
-    from .handoff import wait_for_loaders
-
     wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     con = _connect(path, read_only=True)
     try:

@@ -13,8 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
+
+import pytest
 
 from tests.harness.proxy import BIN, WIRE_PROXY, db_rows, echo_agent_cmd, split_frames
+from tests.harness.replay import SAMPLES
 
 HOOK = r'''
 import os, time
@@ -112,6 +116,57 @@ def test_recording_is_complete_and_byte_exact_after_a_proxy_that_exited_before_i
     # the failing after-load step's note, written once the proxy was gone, is in the log
     log = (home / "loader.log").read_text()
     assert f"[pid {pid}] wire-proxy: session {pending[0]}: after-load step 'hold' failed" in log
+
+
+SECRET = b"sk-" + b"Q7x" * 12
+WITH_SECRET = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"api_key":"%s"}}\n' % SECRET
+
+
+@pytest.mark.parametrize("command", ["wire-redact", "wire-import"])
+def test_a_command_that_rewrites_the_file_waits_for_the_loader_the_proxy_left(tmp_path,
+                                                                               command):
+    """`wire-proxy ... && wire-redact FILE` (or `wire-import --db FILE`): the proxy is gone, its
+    loader still stores the session. The command waits for it, saying so, instead of refusing
+    the spool beside the file or failing on the loader's lock."""
+    from wire_recorder.recorder.handoff import handed_over
+
+    db = str(tmp_path / "s.db")
+    go, pidfile = tmp_path / "go", tmp_path / "loader.pid"
+    env = dict(os.environ, PYTHONPATH=str(_hook_dir(tmp_path)), HANDOFF_TEST_GO=str(go),
+               HANDOFF_TEST_PID=str(pidfile), WIRE_RECORDER_HOME=str(tmp_path / "home"))
+    env.pop("WIRE_RECORDER_LOADER_WAIT", None)
+    proxy = subprocess.run([WIRE_PROXY, "-q", "--no-redact", "--db", db, "--",
+                            *echo_agent_cmd()], input=WITH_SECRET, capture_output=True,
+                           env=env, timeout=120)
+    assert proxy.returncode == 0 and proxy.stdout == WITH_SECRET, proxy.stderr
+    # the loader has created the file and is held in its after-load step (a command started
+    # before it has created the file waits in its check that the file exists)
+    deadline = time.monotonic() + 120
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert os.path.exists(db) and len(handed_over(db)) == 1
+    argv = ([str(BIN / "wire-redact"), db] if command == "wire-redact" else
+            [str(BIN / "wire-import"), "-q", "--db", db, str(SAMPLES / "multi_step.jsonl")])
+    cmd = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        note = cmd.stderr.readline().decode()
+        assert "waiting for the loader to finish storing session" in note
+        assert cmd.poll() is None
+        go.touch()
+        out, err = cmd.communicate(timeout=120)
+    finally:
+        go.touch()
+        if cmd.poll() is None:
+            cmd.kill()
+    assert cmd.returncode == 0, err
+    assert handed_over(db) == []
+    raws = [bytes(r[0]) for r in db_rows(db, "SELECT raw FROM frames WHERE direction = 'c2a'")]
+    if command == "wire-redact":
+        assert len(raws) == 1 and SECRET not in raws[0] and b"REDACTED:" in raws[0]
+    else:
+        sessions = db_rows(db, "SELECT source FROM sessions ORDER BY source")
+        assert [s[0] for s in sessions] == ["proxy", "transcript"]
+        assert WITH_SECRET.rstrip(b"\n") in raws  # stored as recorded: --no-redact
 
 
 def _streams(db: str) -> dict[str, dict[str, bytes]]:
