@@ -16,6 +16,7 @@ the relay (the proxy's exit) to the last row, loader VmHWM, rows stored and fram
     .venv/bin/python bench/bench_loader.py              # 1M small frames, 1 GiB of 2 MiB
     .venv/bin/python bench/bench_loader.py --ten-million
     .venv/bin/python bench/bench_loader.py --busy       # also with a CPU burner on one core
+    .venv/bin/python bench/bench_loader.py --large-values  # also 20 KB .. 600 KB frames
 """
 
 from __future__ import annotations
@@ -206,6 +207,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--ten-million", action="store_true")
     ap.add_argument("--busy", action="store_true")
+    ap.add_argument("--large-values", action="store_true",
+                    help="also frames larger than a DuckDB block (20 KB, 64 KiB, 200 KB, 600 KB; "
+                         "256 MiB each way, --quick 64): the loader's memory with such values")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()}")
     # the loader's after-close step that writes wire-ui's index entry runs in its process too
@@ -216,6 +220,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-loader-") as tmp:
         ok &= case("small frames", 200, small // 2, tmp, args.busy, plain=True)
         ok &= case("2 MiB frames", 2 << 20, big_mib // 2, tmp, False, plain=False)
+        if args.large_values:
+            each_way = (64 if args.quick else 256) << 20
+            for size in (20_000, 64 << 10, 200_000, 600_000):
+                ok &= case(f"{size:,} B frames", size, each_way // size, tmp, False, plain=False)
     print(f"\nuptime: {os.getloadavg()}")
     return 0 if ok else 2
 
