@@ -169,7 +169,12 @@ _BEARER_WORDS = (b"bearer", b"basic")
 # The first look on frames over _GATE_BY_WORDS bytes (up to HUGE_FRAME): one literal search per
 # word a rule needs (lowered frame), ~0.3 ms a MiB each, where _PREFILTER takes 10-20 ms a MiB on
 # text rich in the letters it starts at; it clears fewer frames (`tokens` passes), which the
-# anchored rules then handle fast. Small frames keep _PREFILTER (one call beats ten).
+# anchored rules then handle fast. Small frames keep _PREFILTER (one call beats ten). Between
+# _GATE_FIRST and _GATE_BY_WORDS both look, the words first: a frame holding none of them is
+# cleared 2-3x faster than by _PREFILTER (20 KB: 60 against 160-230 us), and one holding some is
+# still cleared as precisely (each look alone lets through every frame a rule can change, so
+# both together do too).
+_GATE_FIRST = 1 << 10
 _GATE_BY_WORDS = 64 << 10
 _GATE_WORDS = tuple(
     re.compile(w)
@@ -482,8 +487,9 @@ class Redactor:
             # only the token shapes, env values and config patterns run on these
             return _may_hold_shape(raw) or self._has_literal(raw)
         low = raw.lower()
-        if len(raw) > _GATE_BY_WORDS:
-            if _may_hold_shape(raw) or any(w.search(low) is not None for w in _GATE_WORDS):
+        if len(raw) > _GATE_FIRST:
+            if (_may_hold_shape(raw) or any(w.search(low) is not None for w in _GATE_WORDS)) \
+                    and (len(raw) > _GATE_BY_WORDS or _PREFILTER.search(low) is not None):
                 return True
         elif _PREFILTER.search(low) is not None:
             return True

@@ -452,14 +452,16 @@ def test_the_anchored_rules_do_what_every_regex_over_the_whole_frame_did():
         assert r._byte_rules(raw, may=True) == want, raw
         if not r._may_match(raw):
             assert want == raw, raw
-        big = raw + b" " * (70 << 10)  # the first look of frames over 64 KiB
-        if not r._may_match(big):
-            assert _all_rules(r, big) == big, raw
+        for pad in (4 << 10, 70 << 10):  # the first looks of frames over 1 KiB and 64 KiB
+            big = raw + b" " * pad
+            if not r._may_match(big):
+                assert _all_rules(r, big) == big, raw
 
     for text in ("PASSWD=abcdefghij", "my_passwd: 'abcdefghij'", "x Xclient-secret=abcdefghij",
                  "secret_key = abcdefghij", "refresh-token:abcdefghij", 'api-Key: "abcdefghij"',
                  "x Bearer abcdefghij", "basic\tabcdefghij", "https://u:abcdefghij@h/"):
-        for raw in (text.encode(), text.encode() + b" " * (70 << 10)):
+        for raw in (text.encode(), text.encode() + b" " * (4 << 10),
+                    text.encode() + b" " * (70 << 10)):
             assert r._may_match(raw), text
             out = r._byte_rules(raw, may=True)
             assert out == _all_rules(r, raw) and b"abcdefghij" not in out, text
