@@ -359,7 +359,7 @@ def test_batch_index_rows_stored_or_computed_agree_and_hostile_files_are_refused
         workers.close()
 
 
-def test_search_text_takes_each_frame_s_strings_from_its_head_even_when_cut_there():
+def test_search_text_takes_each_frame_s_strings_from_its_head_even_when_cut_there(monkeypatch):
     """Search text: every text/think/user_input string of a frame's first HEAD_CHARS
     characters, up to PIECE_CAP of them a frame, frames in seq order; a string the head cuts
     (also inside an escape) is taken up to the cut, not dropped."""
@@ -382,13 +382,22 @@ def test_search_text_takes_each_frame_s_strings_from_its_head_even_when_cut_ther
                 "payload JSON)")
     con.executemany("INSERT INTO f VALUES ('s', ?, 'a2c', ?)", payloads)
     con.execute("INSERT INTO f VALUES ('s', 6, 'proxy', '{\"text\":\"not a frame\"}')")
-    ((sid, said),) = con.execute(text_sql("f")).fetchall()
+    # another session in the same file, whose frames' seqs run past the first one's
+    con.executemany("INSERT INTO f VALUES ('t', ?, 'c2a', ?)",
+                    [(i, '{"text":"%s"}' % chr(ord("a") + i)) for i in range(1, 40)])
+    found = dict(con.execute(text_sql("f")).fetchall())
+    said = found["s"]
+    assert found["t"] == " ".join(chr(ord("a") + i) for i in range(1, 40))
     pieces = said.split(" ", 2)
-    assert sid == "s" and pieces[:2] == ["first", "said"]
+    assert pieces[:2] == ["first", "said"]
     assert said == " ".join(["first said", long_text[:PIECE_CAP],
                              escaped[:PIECE_CAP], 'last \\"quoted\\" prompt'])
     assert "beyond the head" not in said and "not a frame" not in said
     assert unescape(said).endswith('last "quoted" prompt')
+    from wire_recorder.analysis.ui import coldindex
+
+    monkeypatch.setattr(coldindex, "TEXT_CAP", 7)  # the first frames with text, per session
+    assert dict(con.execute(text_sql("f")).fetchall()) == {"s": "first s", "t": "b c d e"}
 
 
 def orjson_roundtrip(obj):
