@@ -467,7 +467,8 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
             _PRIVATE.leave()
             raise
         return Store(path, con, False, version)
-    wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
+    if wait_for_loader:
+        wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     con = _connect(path, read_only=True)
     try:
         check_base_tables(con, path)
