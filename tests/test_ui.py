@@ -384,7 +384,7 @@ def test_search_text_takes_each_frame_s_strings_from_its_head_even_when_cut_ther
     con.execute("INSERT INTO f VALUES ('s', 6, 'proxy', '{\"text\":\"not a frame\"}')")
     # another session in the same file, whose frames' seqs run past the first one's
     con.executemany("INSERT INTO f VALUES ('t', ?, 'c2a', ?)",
-                    [(i, '{"text":"%s"}' % chr(ord("a") + i)) for i in range(1, 40)])
+                    [(i, f'{{"text":"{chr(ord("a") + i)}"}}') for i in range(1, 40)])
     found = dict(con.execute(text_sql("f")).fetchall())
     said = found["s"]
     assert found["t"] == " ".join(chr(ord("a") + i) for i in range(1, 40))
