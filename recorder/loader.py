@@ -141,9 +141,7 @@ class DB:
         self.full_said = False
         # checkpoints of large values go without a limit (one under it failed, or values over
         # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
-        self.unlimited = False
-        if self.pinned:
-            self.without_limit()
+        self.unlimited = self.pinned
         self._behind: threading.Thread | None = None  # a write running in the background
         self._behind_ok = True
         self._behind_error: BaseException | None = None
@@ -165,7 +163,6 @@ class DB:
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
             self.store.con.execute("SET threads = 1")
             set_memory_limit(self.store, MEMORY_LIMIT_MB)
-            self.store.checkpoint_unlimited = self.unlimited
         return self.store
 
     def wait(self, timeout: float) -> Store | None:
@@ -185,15 +182,13 @@ class DB:
     def without_limit(self) -> None:
         """Checkpoints of large values run without a memory limit from now on."""
         self.unlimited = True
-        if self.store is not None:
-            self.store.checkpoint_unlimited = True
 
     def checkpoint(self, store: Store, close: bool = False) -> None:
         """`checkpoint` of the store; one DuckDB fails as FATAL (the database invalidated) is
         done again after the file is opened anew, which replays its WAL (every committed row),
         without a memory limit, as are the later ones."""
         try:
-            checkpoint(store, close=close)
+            checkpoint(store, close=close, unlimited=self.unlimited)
         except duckdb.FatalException:
             if self.pinned:
                 raise
@@ -269,7 +264,7 @@ class DB:
                 self.full_said = True
             if not self.pinned:
                 try:
-                    checkpoint(store, close=True)
+                    checkpoint(store, close=True, unlimited=self.unlimited)
                 except (duckdb.Error, OSError):
                     pass
                 self.store = None
@@ -289,11 +284,12 @@ def set_memory_limit(store: Store, mb: int | None) -> None:
     store.con.execute("RESET memory_limit" if mb is None else f"SET memory_limit = '{mb}MB'")
 
 
-def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
+def insert_frames(store: Store, rows: list[tuple], large: bool, unlimited: bool = False) -> None:
     """store.insert_frames under its memory limit: rows that do not fit beside what is appended
     since the last checkpoint (their commit fails whole) go in after a checkpoint, under a limit
     raised for the rest of the connection (large frames come in runs), rather than the session
-    staying in its spool. large: a value among them is larger than a block."""
+    staying in its spool. large: a value among them is larger than a block; unlimited: as for
+    `checkpoint`."""
     store.large_values |= large
     for _ in range(4):
         try:
@@ -303,7 +299,7 @@ def insert_frames(store: Store, rows: list[tuple], large: bool) -> None:
             if store.memory_limit_mb is None or not _out_of_memory(e):
                 raise
         set_memory_limit(store, store.memory_limit_mb * 4)
-        checkpoint(store)
+        checkpoint(store, unlimited=unlimited)
     set_memory_limit(store, None)
     store.insert_frames(rows)
 
@@ -312,10 +308,10 @@ def checkpoint(store: Store, close: bool = False, unlimited: bool = False) -> No
     """A checkpoint (or the one closing makes). Under LARGE_CHECKPOINT_LIMIT_MB at least when
     values larger than a block were written since the last one (under the loader's 64 MB such a
     checkpoint failed as FATAL: 600 KB frames), without any limit when `unlimited` (after such a
-    FATAL: `DB.checkpoint`). The store's limit is set again after it, which drops the
-    blocks it wrote from memory."""
+    FATAL, or for values over LIMITED_VALUE_MAX: `DB.unlimited`). The store's limit is set again
+    after it, which drops the blocks it wrote from memory."""
     lift = store.large_values and store.memory_limit_mb is not None
-    raised = ("RESET memory_limit" if unlimited or store.checkpoint_unlimited else
+    raised = ("RESET memory_limit" if unlimited else
               f"SET memory_limit = '{max(store.memory_limit_mb or 0, LARGE_CHECKPOINT_LIMIT_MB)}MB'")
     if close:
         try:
@@ -548,13 +544,19 @@ class Ingest:
             else:
                 self.data(r.stream, r.data, r.mono_ns, r.wall_ns)
 
+    @property
+    def by_bytes(self) -> bool:
+        """The session checkpoints every LARGE_CHECKPOINT_BYTES of values too, not only every
+        CHECKPOINT_ROWS rows (it holds values larger than a block, checkpointed under a limit)."""
+        return self.large_session and not self.store.unlimited
+
     def _fit_limit(self, store: Store) -> None:
         """Raise the store's memory limit to what CHECKPOINT_ROWS rows of this session's
         average size need (MEMORY_LIMIT_MB at least)."""
         if store.memory_limit_mb is None or not self.stored_rows:
             return
         between = CHECKPOINT_ROWS * self.stored_bytes / self.stored_rows
-        if self.large_session and not self.store.unlimited:  # it checkpoints by bytes too
+        if self.by_bytes:
             between = min(between, LARGE_CHECKPOINT_BYTES)
         need = IN_MEMORY_FACTOR * between
         mb = MEMORY_LIMIT_MB
@@ -575,7 +577,7 @@ class Ingest:
             rows, large = self.rows, self.large
 
             def insert(store: Store) -> None:
-                insert_frames(store, rows, large)
+                insert_frames(store, rows, large, self.store.unlimited)
                 self._fit_limit(store)
             if not self.store.settle():  # the last checkpoint met a full disk: again after this
                 self.since_checkpoint = max(self.since_checkpoint, CHECKPOINT_ROWS)
@@ -593,8 +595,7 @@ class Ingest:
             self.large = False
             self.last_flush = now
             if self.since_checkpoint >= CHECKPOINT_ROWS or (
-                    self.large_session and not self.store.unlimited
-                    and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
+                    self.by_bytes and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
                 # In a thread only once the relay is over: one beside it took the loader to two
                 # cores and starved the proxy's spool writer on a 2-core machine (10M small
                 # frames dropped 5-8% where in-line checkpoints dropped none).

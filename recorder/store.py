@@ -304,12 +304,10 @@ class Store:
         self.version = version  # below SCHEMA_VERSION only for old files opened read-only
         self._blobs_written = False  # sidecar bytes not yet synced to the disk
         # the memory_limit (MB) a writer keeps its DuckDB under (the loader's), None for DuckDB's
-        # default; whether values larger than a block were written since the last checkpoint
-        # (its checkpoint then runs under a raised limit: recorder/loader.py, `checkpoint`), and
-        # whether such checkpoints run without any limit (`DB.without_limit`)
+        # default; and whether values larger than a block were written since the last checkpoint
+        # (its checkpoint then runs under a raised limit: recorder/loader.py, `checkpoint`)
         self.memory_limit_mb: int | None = None
         self.large_values = False
-        self.checkpoint_unlimited = False
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:

@@ -172,10 +172,10 @@ def test_checkpoints_take_a_thread_of_their_own_only_once_the_relay_is_over(tmp_
     where: list[str] = []
     real = loader.checkpoint
 
-    def noted(store, close=False):
+    def noted(store, close=False, unlimited=False):
         if not close:
             where.append(threading.current_thread().name)
-        real(store, close)
+        real(store, close, unlimited)
     monkeypatch.setattr(loader, "checkpoint", noted)
     frames = [b'{"jsonrpc":"2.0","method":"m","params":{"i":%d}}\n' % i for i in range(6000)]
     db, spool = _spool(tmp_path, "t", [(C2A if k % 200 else A2C, b"".join(frames[k:k + 100]))
