@@ -220,8 +220,8 @@ def rewrite_db(path: str, redactor: RedactorLike, dry_run: bool = False,
     wait_for_loaders(path)
     _refuse_live(path)
     # A read-only open is refused while a loader writes the file (DBLocked), and keeps writers
-    # out until the new file has replaced it.
-    src = open_store(path, read_only=True)
+    # out until the new file has replaced it. (Its loaders are waited for above.)
+    src = open_store(path, read_only=True, wait_for_loader=False)
     tmp = _temp_path(path, "redact")
     tmp_blobs = blobs_path(tmp)
     # DuckDB creates the new file's WAL with the umask's mode while the copy runs

@@ -447,9 +447,9 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
     from .handoff import wait_for_loaders
 
     path = os.fspath(path)
+    if wait_for_loader:
+        wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     if not read_only:
-        if wait_for_loader:
-            wait_for_loaders(path)
         _PRIVATE.enter()  # left when the store closes
         try:
             con = _connect(path, read_only=False)
@@ -465,8 +465,6 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
             _PRIVATE.leave()
             raise
         return Store(path, con, False, version)
-    if wait_for_loader:
-        wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     con = _connect(path, read_only=True)
     try:
         check_base_tables(con, path)

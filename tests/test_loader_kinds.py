@@ -270,22 +270,17 @@ def test_batches_and_checkpoints_keep_every_row_once(tmp_path, monkeypatch):
     """Many small batches, a checkpoint every few of them, a recover-style load of a spool:
     every frame stored once, in order (the checkpoint path runs without 100k-row sessions)."""
     from wire_recorder.recorder import loader
-    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+    from wire_recorder.recorder.spool import A2C, C2A
 
     monkeypatch.setattr(loader, "BATCH_ROWS", 300)
     monkeypatch.setattr(loader, "CHECKPOINT_ROWS", 1000)
     monkeypatch.setattr(loader, "READ_BYTES", 4096)
-    db = str(tmp_path / "c.db")
-    spool = f"{db}.c.spool"
-    writer = SpoolWriter(spool, {"session_id": "c", "started_wall_ns": 1, "db": db,
-                                 "cwd": str(tmp_path)}, no_loss=True)
     frames = [b'{"jsonrpc":"2.0","id":%d,"method":"m","params":{"i":%d}}' % (i, i)
               for i in range(5000)]
     stream = b"\n".join(frames) + b"\n"
-    for k in range(0, len(stream), 1000):  # frames cut across spool records
-        writer.put(C2A, stream[k:k + 1000])
-        writer.put(A2C, stream[k:k + 1000])
-    writer.close()
+    # frames cut across spool records
+    db, spool = _spool(tmp_path, "c", [(s, stream[k:k + 1000])
+                                       for k in range(0, len(stream), 1000) for s in (C2A, A2C)])
     summary = loader.ingest_spool(spool, follow=False)
     assert summary["frames"] == 10_000
     store = open_store(db, read_only=True)
