@@ -49,6 +49,26 @@ def _hook_dir(tmp_path):
     return d
 
 
+def _while_the_loader_is_held(argv: list[str], env: dict, go, meanwhile=None) -> tuple:
+    """Start argv while the loader is held in its after-load step: it says it waits and still
+    runs; then `meanwhile()`, then the loader is let go (also when anything failed). Returns
+    argv's (exit code, stdout, stderr)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        note = proc.stderr.readline().decode()
+        assert "waiting for the loader to finish storing session" in note
+        assert proc.poll() is None  # still waiting: the loader is still held
+        if meanwhile is not None:
+            meanwhile()
+        go.touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        go.touch()
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err
+
+
 def test_recording_is_complete_and_byte_exact_after_a_proxy_that_exited_before_its_loader(
         tmp_path):
     from wire_recorder.recorder.handoff import handed_over
@@ -83,28 +103,22 @@ def test_recording_is_complete_and_byte_exact_after_a_proxy_that_exited_before_i
                             input=SECOND, capture_output=True, env=env, timeout=120)
     assert second.returncode == 0 and second.stdout == SECOND, second.stderr
     assert len(handed_over(db)) == 2
-    reader = subprocess.Popen(
-        [str(BIN / "wire-query"), db, "SELECT direction, count(*) FROM frames WHERE direction "
-         "IN ('c2a', 'a2c') GROUP BY 1 ORDER BY 1", "--format", "csv"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        note = reader.stderr.readline().decode()
-        assert "waiting for the loader to finish storing session" in note
-        assert reader.poll() is None  # still waiting: the loader is still held
+    held: list[int] = []  # the first loader's pid (the second one's hook writes the file later)
 
+    def hang_up_and_interrupt() -> None:
         # the loader is out of reach of the terminal's signals to the proxy's job
         pid, pgid, sid = map(int, pidfile.read_text().split()[:3])
+        held.append(pid)
         assert pgid != proxy.pid and sid not in (proxy.pid, os.getsid(0))
         for sig in (signal.SIGHUP, signal.SIGINT):
             os.kill(pid, sig)
         # (it ignores them: its note below comes after them, with its pid)
-        go.touch()
-        out, err = reader.communicate(timeout=120)
-    finally:
-        go.touch()
-        if reader.poll() is None:
-            reader.kill()
-    assert reader.returncode == 0, err
+    rc, out, err = _while_the_loader_is_held(
+        [str(BIN / "wire-query"), db, "SELECT direction, count(*) FROM frames WHERE direction "
+         "IN ('c2a', 'a2c') GROUP BY 1 ORDER BY 1", "--format", "csv"], env, go,
+        hang_up_and_interrupt)
+    assert rc == 0, err
+    (pid,) = held
     n = len(split_frames(CLIENT)) + 3
     assert out.decode().split() == ["direction,count_star()", f"a2c,{n}", f"c2a,{n}"]
     # complete and byte-exact, the spools gone, both sessions in the one file
@@ -147,18 +161,8 @@ def test_a_command_that_rewrites_the_file_waits_for_the_loader_the_proxy_left(tm
     assert os.path.exists(db) and len(handed_over(db)) == 1
     argv = ([str(BIN / "wire-redact"), db] if command == "wire-redact" else
             [str(BIN / "wire-import"), "-q", "--db", db, str(SAMPLES / "multi_step.jsonl")])
-    cmd = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        note = cmd.stderr.readline().decode()
-        assert "waiting for the loader to finish storing session" in note
-        assert cmd.poll() is None
-        go.touch()
-        out, err = cmd.communicate(timeout=120)
-    finally:
-        go.touch()
-        if cmd.poll() is None:
-            cmd.kill()
-    assert cmd.returncode == 0, err
+    rc, _out, err = _while_the_loader_is_held(argv, env, go)
+    assert rc == 0, err
     assert handed_over(db) == []
     raws = [bytes(r[0]) for r in db_rows(db, "SELECT raw FROM frames WHERE direction = 'c2a'")]
     if command == "wire-redact":
