@@ -67,6 +67,28 @@ class Unstorable(Exception):
     serialisers, or holding a non-finite number); the frame is stored with its raw bytes only."""
 
 
+# Payloads orjson cannot write (nested deeper than its 254 levels) are written by the stdlib up to
+# this depth. How deep the stdlib itself gets depends on the interpreter (3.11 stops near 1,000
+# levels, 3.12 near 1,500, 3.13 has no such limit) and on the caller's stack, so a fixed bound
+# keeps what a recording stores the same whichever Python recorded it.
+STORED_DEPTH = 512
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether value holds lists or dicts nested more than `limit` levels (the value itself is
+    level 1). Without recursion: the value may be nested a thousand levels."""
+    stack = [(value, 1)]
+    while stack:
+        v, level = stack.pop()
+        if not isinstance(v, (dict, list)):
+            continue
+        if level > limit:
+            return True
+        stack.extend((x, level + 1) for x in (v.values() if isinstance(v, dict) else v)
+                     if isinstance(x, (dict, list)))
+    return False
+
+
 def _dump(value: Any) -> str | None:
     if value is None:
         return None
@@ -74,8 +96,10 @@ def _dump(value: Any) -> str | None:
         return orjson.dumps(value).decode()
     except TypeError as e:  # nested deeper than orjson's 254 levels, or ints beyond 64 bits
         first = str(e)
-    # The stdlib's recursion depends on the caller's stack depth; a frame it cannot write is
-    # kept raw rather than killing the loader (one such frame once lost whole sessions).
+    if _nested_deeper(value, STORED_DEPTH):
+        raise Unstorable(f"payload not stored: nested deeper than {STORED_DEPTH} levels ({first})")
+    # A frame the stdlib cannot write all the same (a caller deep in its own stack) is kept raw
+    # rather than killing the loader (one such frame once lost whole sessions).
     try:
         return json.dumps(value, allow_nan=False)
     except RecursionError:
@@ -115,6 +139,10 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire",
                                                     f"not parsed, raw bytes kept ({e})",
                              known=False)
         obj = _stdlib_loads(raw) if "infinity" in str(e) else _FAILED
+        if obj is _TOO_DEEP:
+            return Extracted("invalid", parse_error=f"nested deeper than {STORED_DEPTH} levels "
+                                                    f"with a number beyond a double: not parsed, "
+                                                    f"raw bytes kept", known=False)
         if obj is _FAILED:
             return Extracted("invalid", parse_error=f"not JSON: {e}", known=False)
     try:
@@ -130,11 +158,13 @@ def classify(raw: bytes, direction: str, protocol: str | None = "wire",
 
 PARSE_DEPTH = 1024  # orjson's nesting limit when parsing
 _FAILED = object()
+_TOO_DEEP = object()
 
 
 def _stdlib_loads(raw: bytes) -> Any:
     """A frame orjson refuses only for a number beyond a double (an id of 400 digits): the
-    stdlib parses big integers exactly. NaN and Infinity stay refused, as JSON has none."""
+    stdlib parses big integers exactly. NaN and Infinity stay refused, as JSON has none. Up to
+    STORED_DEPTH levels, for the same frame to be parsed whichever Python records it."""
     def no_constant(name: str) -> Any:
         raise ValueError(name)
 
@@ -144,9 +174,12 @@ def _stdlib_loads(raw: bytes) -> Any:
             raise ValueError(text)
         return value
     try:
-        return json.loads(raw, parse_constant=no_constant, parse_float=finite)
-    except (ValueError, RecursionError):  # includes int digit limits and JSONDecodeError
+        obj = json.loads(raw, parse_constant=no_constant, parse_float=finite)
+    except RecursionError:
+        return _TOO_DEEP
+    except ValueError:  # includes int digit limits and JSONDecodeError
         return _FAILED
+    return _TOO_DEEP if _nested_deeper(obj, STORED_DEPTH) else obj
 
 
 def _exact_number_id(raw: bytes) -> str | None:
@@ -173,7 +206,8 @@ def _classify_value(obj: Any, raw: bytes, direction: str, protocol: str | None, 
         return Extracted("invalid", payload=dump(obj), known=False,
                          parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
     ex = _classify_obj(obj, direction, protocol, dump, detect)
-    if isinstance(obj.get("id"), float):
+    # the stdlib reads the id's exact text, within STORED_DEPTH levels as everywhere
+    if isinstance(obj.get("id"), float) and not _nested_deeper(obj, STORED_DEPTH):
         exact = _exact_number_id(raw)
         if exact is not None:
             ex.rpc_id = exact

@@ -131,8 +131,9 @@ class Frame:
     payload: str | None = field(metadata=_col(
         "JSON", "Wire event/request: `params.payload`; response: `result`; error: `error`; "
         "other requests/notifications (all of ACP and MCP): `params`; lifecycle: details. NULL "
-        "for frames over 1 MiB (DuckDB stores MB-sized strings slowly; the bytes are always "
-        "kept, in `raw` or the sidecar)"))
+        "for frames over 1 MiB (DuckDB stores MB-sized strings slowly) and for values nested "
+        "deeper than 512 levels (`parse_error` says so); the bytes are always kept, in `raw` or "
+        "the sidecar"))
     parse_error: str | None = field(metadata=_col(
         "VARCHAR", "why the frame is `invalid` (not UTF-8, not JSON, not JSON-RPC, `jsonrpc` not "
         "`\"2.0\"`, batch)"))

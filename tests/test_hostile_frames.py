@@ -21,8 +21,8 @@ from tests.harness.proxy import (
     stream_of,
 )
 from wire_recorder.analysis.export import jsonl_record
-from wire_recorder.recorder.classify import classify
-from wire_recorder.recorder.model import COLUMNS, Frame
+from wire_recorder.recorder.classify import STORED_DEPTH, classify
+from wire_recorder.recorder.model import COLUMNS, FRAMES, Frame
 
 BIG_A = "1" * 100
 BIG_B = "1" * 99 + "2"  # the same double as BIG_A: as floats the two ids would be one
@@ -109,6 +109,37 @@ def test_hostile_lines_are_relayed_and_every_one_recorded(tmp_path):
                          capture_output=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert len(out.read_bytes().splitlines()) == len(db_rows(db, "SELECT seq FROM frames"))
+
+
+def test_a_payload_is_stored_up_to_one_depth_whichever_python_records_it():
+    """Past orjson's 254 levels the stdlib writes the payload, and how deep it gets depends on
+    the interpreter (3.11 stops near 1,000 levels, 3.13 writes any): the bound is ours."""
+    # params {"x": [...]}: one level more than the array
+    at = classify(in_params(nested_array(STORED_DEPTH - 1)), "c2a")
+    assert at.payload is not None and not at.parse_error
+    assert orjson.loads(at.payload)["x"] == orjson.loads(nested_array(STORED_DEPTH - 1))
+    past = classify(in_params(nested_array(STORED_DEPTH)), "c2a")
+    assert (past.kind, past.method, past.rpc_id, past.payload) == ("request", "deep", "7", None)
+    assert f"payload not stored: nested deeper than {STORED_DEPTH} levels" in past.parse_error
+    batch = classify(nested_array(STORED_DEPTH + 1), "c2a")
+    assert batch.kind == "invalid" and batch.payload is None
+    assert "nested deeper" in batch.parse_error and "batch" in batch.parse_error
+    # The stdlib also reads the numbers orjson cannot, in messages within the same depth (the
+    # message, its params and the array: two levels more than the array).
+    huge, wide = "1" + "0" * 400, str(2 ** 70)  # beyond a double; beyond 64 bits (orjson: float)
+
+    def with_id(levels: int, text: str) -> bytes:
+        return in_params(nested_array(levels - 2)).replace(b'"id":7', f'"id":{text}'.encode())
+    for text in (huge, wide):
+        at = classify(with_id(STORED_DEPTH, text), "c2a")
+        assert (at.kind, at.rpc_id, at.parse_error) == ("request", text, None)
+    past = classify(with_id(STORED_DEPTH + 1, huge), "c2a")
+    assert past.kind == "invalid" and past.payload is None
+    assert past.parse_error.startswith(f"nested deeper than {STORED_DEPTH} levels")
+    past = classify(with_id(STORED_DEPTH + 1, wide), "c2a")
+    assert (past.kind, past.rpc_id) == ("request", repr(float(2 ** 70)))  # orjson's float
+    (doc,) = [c.doc for c in FRAMES.columns if c.name == "payload"]
+    assert f"deeper than {STORED_DEPTH} levels" in doc  # the column's documentation says it
 
 
 def test_big_ids_keep_their_exact_text():
