@@ -5,7 +5,10 @@ and `wire-query`, replays a sample green with `wire-replay`, answers `--help` on
 and loads its pytest plugin into an unrelated project that has its own `analysis`, `replay` and
 `recorder` packages without shadowing them.
 
-The build (sdist, then the wheel from it) and the venv are made once per test session."""
+A second venv, made by the interpreter of the kimi peer's venv (Python >= 3.12), records the
+real agent too, and stores hostile lines exactly as the suite's interpreter does.
+
+The build (sdist, then the wheel from it) and the venvs are made once per test session."""
 
 from __future__ import annotations
 
@@ -27,10 +30,12 @@ from tests.harness.install import (
     Dist,
     built_dist,
     clean_env,
+    make_venv,
     product_files,
     site_packages,
     wheel_venv,
 )
+from tests.harness.proxy import db_rows
 from tests.harness.replay import SAMPLES, Agent
 from tests.harness.wire import check_scenario, run_scenario
 
@@ -45,6 +50,17 @@ def venv(dist, tmp_path_factory) -> Path:
     """bin/ of a fresh venv with the wheel (not editable) and pytest installed (one per run,
     shared with the plugin project and docs tests)."""
     return wheel_venv(tmp_path_factory.getbasetemp() / "wheel")
+
+
+@pytest.fixture(scope="session")
+def peer_python_venv(dist, kimi_exe, tmp_path_factory) -> Path:
+    """bin/ of a fresh venv with the wheel made by the interpreter of the kimi peer's venv
+    (Python >= 3.12, where the suite's own may be 3.11): users install into either."""
+    base = subprocess.run([str(kimi_exe.parent / "python"), "-c",
+                           "import sys; print(getattr(sys, '_base_executable', sys.executable))"],
+                          capture_output=True, text=True, check=True, env=clean_env())
+    return make_venv(tmp_path_factory.mktemp("peer-python") / "v", str(dist.wheel),
+                     python=base.stdout.strip())
 
 
 def run(bin_dir: Path, cmd: str, *args: str, cwd: Path, timeout: float = 120,
@@ -94,7 +110,10 @@ def test_every_command_answers_help(venv, dist, tmp_path):
     assert failed == {}
 
 
-def test_installed_proxy_records_real_kimi_and_the_tools_read_it(venv, kimi_exe, tmp_path):
+@pytest.mark.parametrize("python", ["suite", "peer"])
+def test_installed_proxy_records_real_kimi_and_the_tools_read_it(python, request, kimi_exe,
+                                                                 tmp_path):
+    venv = request.getfixturevalue("venv" if python == "suite" else "peer_python_venv")
     db = tmp_path / "smoke.db"
     sc = SCENARIOS["approve_shell"]
     result = run_scenario(sc, [str(venv / "wire-proxy"), "-q", "--db", str(db), "--name", "smoke",
@@ -116,6 +135,28 @@ def test_installed_proxy_records_real_kimi_and_the_tools_read_it(venv, kimi_exe,
     stats = run(venv, "wire-stats", str(db), cwd=tmp_path)
     assert stats.returncode == 0, stats.stderr
     assert "Shell" in stats.stdout
+
+
+def test_a_recording_is_the_same_whichever_python_records_it(venv, peer_python_venv, tmp_path):
+    """The hostile lines (nested a thousand deep, ids beyond a double, invalid bytes) through the
+    installed proxy of each interpreter, `cat` as the agent: every stored column is the same."""
+    from tests.test_hostile_frames import STREAM
+
+    stored = []
+    for name, bin_dir in (("suite", venv), ("peer", peer_python_venv)):
+        db = tmp_path / f"{name}.db"
+        p = subprocess.run([str(bin_dir / "wire-proxy"), "-q", "--db", str(db), "--", "cat"],
+                           input=STREAM, capture_output=True, timeout=120, env=clean_env(),
+                           cwd=tmp_path)
+        assert (p.returncode, p.stdout, p.stderr) == (0, STREAM, b"")
+        stored.append(db_rows(str(db), "SELECT direction, seq, raw, newline, kind, method, rpc_id, "
+                                       "msg_type, payload, parse_error, known, anomaly FROM frames "
+                                       "WHERE direction IN ('c2a', 'a2c') ORDER BY direction, seq"))
+    versions = [subprocess.run([str(b / "python"), "-c", "import sys; print(sys.version_info[:2])"],
+                               capture_output=True, text=True).stdout for b in (venv, peer_python_venv)]
+    assert stored[0] == stored[1], versions
+    assert len(stored[0]) == 2 * (STREAM.count(b"\n") + 1)
+    assert any(r[9] and "nested deeper than" in r[9] for r in stored[0])
 
 
 def test_installed_replay_replays_a_sample_green(venv, kimi_exe, tmp_path):

@@ -127,9 +127,10 @@ def pip_install(python: Path, *args: str, timeout: float = 900) -> None:
     assert p.returncode == 0, f"pip install {' '.join(args)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
 
 
-def make_venv(path: Path, *requirements: str) -> Path:
-    """A fresh venv at `path` with `requirements` installed; returns its bin/ folder."""
-    subprocess.run([base_python(), "-m", "venv", str(path)], check=True, timeout=300,
+def make_venv(path: Path, *requirements: str, python: str | None = None) -> Path:
+    """A fresh venv at `path` made by `python` (this venv's interpreter by default) with
+    `requirements` installed; returns its bin/ folder."""
+    subprocess.run([python or base_python(), "-m", "venv", str(path)], check=True, timeout=300,
                    env=clean_env())
     bin_dir = path / "bin"
     if requirements:
