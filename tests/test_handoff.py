@@ -13,11 +13,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
-from tests.harness.proxy import BIN, WIRE_PROXY, db_rows, echo_agent_cmd, split_frames
+from tests.harness.proxy import (
+    BIN,
+    WIRE_PROXY,
+    db_rows,
+    echo_agent_cmd,
+    split_frames,
+    wait_until,
+)
 from tests.harness.replay import SAMPLES
 
 HOOK = r'''
@@ -155,9 +161,7 @@ def test_a_command_that_rewrites_the_file_waits_for_the_loader_the_proxy_left(tm
     assert proxy.returncode == 0 and proxy.stdout == WITH_SECRET, proxy.stderr
     # the loader has created the file and is held in its after-load step (a command started
     # before it has created the file waits in its check that the file exists)
-    deadline = time.monotonic() + 120
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert wait_until(pidfile.exists, timeout=120, interval=0.02)
     assert os.path.exists(db) and len(handed_over(db)) == 1
     argv = ([str(BIN / "wire-redact"), db] if command == "wire-redact" else
             [str(BIN / "wire-import"), "-q", "--db", db, str(SAMPLES / "multi_step.jsonl")])
