@@ -184,11 +184,14 @@ def _stdlib_loads(raw: bytes) -> Any:
 
 def _exact_number_id(raw: bytes) -> str | None:
     """The id's text as the frame wrote it, for a numeric id orjson made a float of (integers
-    beyond 64 bits become floats, and two such ids would compare equal)."""
+    beyond 64 bits become floats, and two such ids would compare equal). Up to STORED_DEPTH
+    levels, as `_stdlib_loads`."""
     try:
         obj = json.loads(raw, parse_int=str, parse_float=str,
                          parse_constant=lambda name: name)
     except (ValueError, RecursionError):
+        return None
+    if _nested_deeper(obj, STORED_DEPTH):
         return None
     value = obj.get("id") if isinstance(obj, dict) else None
     return value if isinstance(value, str) else None
@@ -206,8 +209,7 @@ def _classify_value(obj: Any, raw: bytes, direction: str, protocol: str | None, 
         return Extracted("invalid", payload=dump(obj), known=False,
                          parse_error=f"not a JSON-RPC message (a JSON {type(obj).__name__})")
     ex = _classify_obj(obj, direction, protocol, dump, detect)
-    # the stdlib reads the id's exact text, within STORED_DEPTH levels as everywhere
-    if isinstance(obj.get("id"), float) and not _nested_deeper(obj, STORED_DEPTH):
+    if isinstance(obj.get("id"), float):
         exact = _exact_number_id(raw)
         if exact is not None:
             ex.rpc_id = exact
