@@ -153,9 +153,12 @@ def test_a_recording_is_the_same_whichever_python_records_it(venv, peer_python_v
         stored.append(db_rows(str(db), "SELECT direction, raw, newline, kind, method, rpc_id, "
                                        "msg_type, payload, parse_error, known, anomaly FROM frames "
                                        "WHERE direction IN ('c2a', 'a2c') ORDER BY direction, seq"))
-    versions = [subprocess.run([str(b / "python"), "-c", "import sys; print(sys.version_info[:2])"],
-                               capture_output=True, text=True).stdout for b in (venv, peer_python_venv)]
-    assert stored[0] == stored[1], versions
+
+    def versions() -> list[str]:  # for the failure message only
+        return [subprocess.run([str(b / "python"), "-c", "import sys; print(sys.version_info[:2])"],
+                               capture_output=True, text=True).stdout
+                for b in (venv, peer_python_venv)]
+    assert stored[0] == stored[1], versions()
     assert len(stored[0]) == 2 * (STREAM.count(b"\n") + 1)
     assert any(r[8] and "nested deeper than" in r[8] for r in stored[0])
 
