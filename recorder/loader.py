@@ -39,7 +39,7 @@ from .spool import (
     read_counters,
     writer_closed,
 )
-from .store import BLOCK_SIZE, INLINE_MAX, DBLocked, Store, open_store
+from .store import BLOCK_SIZE, INLINE_MAX, LOADING_BLOCK_SIZE, DBLocked, Store, open_store, shrink
 from .workdir import store_workdir
 
 BATCH_ROWS = 10_000
@@ -76,7 +76,7 @@ CHECKPOINT_ROWS = 100_000
 # the blocks each checkpoint wrote. IN_MEMORY_FACTOR: DuckDB's bytes a row per byte of its
 # values (measured ~475 / 300 for 200 B frames).
 IN_MEMORY_FACTOR = 1.6
-# Sessions with values larger than a DuckDB block (16 KiB: tool results, file contents) checkpoint
+# Sessions with values over 16 KiB (BLOCK_SIZE; tool results, file contents) checkpoint
 # every LARGE_CHECKPOINT_BYTES of values too, under a limit of LARGE_CHECKPOINT_LIMIT_MB. Without
 # a limit such checkpoints grew with the session (1 GiB of 64 KiB frames: 5.2-5.9 GB VmHWM, 4.6
 # GB checkpointing every 32 MB); under 256 MB, 617 MB. But DuckDB fails some of them as FATAL
@@ -142,6 +142,7 @@ class DB:
         # checkpoints of large values go without a limit (one under it failed, or values over
         # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
         self.unlimited = self.pinned
+        self.created = False  # this loader created the file (in LOADING_BLOCK_SIZE blocks)
         self._behind: threading.Thread | None = None  # a write running in the background
         self._behind_ok = True
         self._behind_error: BaseException | None = None
@@ -154,10 +155,12 @@ class DB:
         if self.store is None:
             try:
                 # (it waits for other loaders itself, before it starts: _open_for)
-                self.store = open_store(self.path, wait_for_loader=False)
+                self.store = open_store(self.path, wait_for_loader=False,
+                                        block_size=LOADING_BLOCK_SIZE)
             except DBLocked:
                 _Word.say(True)
                 return None
+            self.created |= self.store.created
             # The loader checkpoints itself (CHECKPOINT_ROWS): automatic checkpoints at the
             # default threshold made bulk loads 3.5x slower.
             self.store.con.execute("SET checkpoint_threshold = '1GB'")
@@ -400,6 +403,8 @@ class Ingest:
                                    ex))
         payload = len(ex.payload) if ex.payload else 0
         self.row_bytes += len(raw) + payload
+        # (in the loader's 256 KiB blocks too: 256 MiB of 20 KB frames peaked at 1.1 GB without
+        # the large-value checkpoints, 0.44 GB with them, as in 16 KiB blocks)
         if len(raw) > BLOCK_SIZE or payload > BLOCK_SIZE:
             self.large = True
             value = max(len(raw) if len(raw) <= INLINE_MAX else 0, payload)
@@ -813,6 +818,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         # crash in between leaves a spool whose rows are stored: recover skips them).
         handle.release()
         if not handle.pinned:  # (a caller's store stays open: the file is not final yet)
+            if handle.created:
+                shrink(db)  # a short session's file in 16 KiB blocks (store.LOADING_BLOCK_SIZE)
             after_load.closed(later, db, _say)
         try:
             os.unlink(spool_path)
