@@ -33,8 +33,8 @@ from _common import WIRE_PROXY, TempDir, make_frame  # noqa: E402
 
 from wire_recorder.recorder.store import (  # noqa: E402
     BLOCK_SIZE,
+    GROW_ROWS,
     LOADING_BLOCK_SIZE,
-    SHRINK_MAX,
     STORAGE_COMPATIBILITY,
 )
 
@@ -105,8 +105,7 @@ def main() -> int:
     os.makedirs(work)
     ok = True
     try:
-        print(f"recordings: {BLOCK_SIZE // 1024} KiB blocks after the loader's shrink, storage "
-              f"{STORAGE_COMPATIBILITY}; "
+        print(f"recordings: {BLOCK_SIZE // 1024} KiB blocks, storage {STORAGE_COMPATIBILITY}; "
               f"target <= {kb(TARGET)} for a few frames")
         head = ["client frames", "rows", "recording", "plain DuckDB, 1 table"] + \
             [f"same at {b // 1024} KiB blocks" for b in OTHER_BLOCKS] + ["target"]
@@ -141,10 +140,9 @@ def main() -> int:
             print(f"long session, {a.long:,} frames: {size:,} B ({size / a.long:,.0f} B/frame); "
                   f"at 256 KiB blocks {big:,} B ({big / a.long:,.0f} B/frame): "
                   f"{size / big:.2f}x")
-        print(f"chosen: the loader fills a file it creates in {LOADING_BLOCK_SIZE // 1024} KiB "
-              f"blocks and copies one of up to {SHRINK_MAX >> 20} MB into {BLOCK_SIZE // 1024} "
-              f"KiB blocks at the session's end when that is smaller (recorder/store.py shrink); "
-              f"one file per session")
+        print(f"chosen: {BLOCK_SIZE // 1024} KiB blocks for new files (recorder/store.py "
+              f"BLOCK_SIZE), copied into {LOADING_BLOCK_SIZE // 1024} KiB blocks by the loader "
+              f"once a session in a file it created has {GROW_ROWS:,} rows; one file per session")
     finally:
         tmp.cleanup()
     return 0 if ok else 1

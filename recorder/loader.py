@@ -39,7 +39,7 @@ from .spool import (
     read_counters,
     writer_closed,
 )
-from .store import BLOCK_SIZE, INLINE_MAX, LOADING_BLOCK_SIZE, DBLocked, Store, open_store, shrink
+from .store import BLOCK_SIZE, GROW_ROWS, INLINE_MAX, DBLocked, Store, grow_blocks, open_store
 from .workdir import store_workdir
 
 BATCH_ROWS = 10_000
@@ -142,7 +142,8 @@ class DB:
         # checkpoints of large values go without a limit (one under it failed, or values over
         # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
         self.unlimited = self.pinned
-        self.created = False  # this loader created the file (in LOADING_BLOCK_SIZE blocks)
+        self.created = False  # this loader created the file
+        self.grown = False  # ...and has had it copied into larger blocks (grow)
         self._behind: threading.Thread | None = None  # a write running in the background
         self._behind_ok = True
         self._behind_error: BaseException | None = None
@@ -155,8 +156,7 @@ class DB:
         if self.store is None:
             try:
                 # (it waits for other loaders itself, before it starts: _open_for)
-                self.store = open_store(self.path, wait_for_loader=False,
-                                        block_size=LOADING_BLOCK_SIZE)
+                self.store = open_store(self.path, wait_for_loader=False)
             except DBLocked:
                 _Word.say(True)
                 return None
@@ -181,6 +181,23 @@ class DB:
         if self.store is not None and not self.pinned:
             self.checkpoint(self.store, close=True)  # the file is whole without its .wal
             self.store = None
+
+    @property
+    def may_grow(self) -> bool:
+        return self.created and not self.grown and not self.pinned
+
+    def grow(self) -> None:
+        """The file this loader created goes on in larger blocks (store.LOADING_BLOCK_SIZE):
+        checkpointed, copied, and opened again on its next use."""
+        self.grown = True
+
+        def run(store: Store) -> None:
+            self.checkpoint(store)
+            store = self.store if self.store is not None else store  # (reopened after a FATAL)
+            if grow_blocks(store):
+                store.close()
+                self.store = None
+        self.write(run)
 
     def without_limit(self) -> None:
         """Checkpoints of large values run without a memory limit from now on."""
@@ -599,7 +616,12 @@ class Ingest:
             self.row_bytes = 0
             self.large = False
             self.last_flush = now
-            if self.since_checkpoint >= CHECKPOINT_ROWS or (
+            if self.stored_rows >= GROW_ROWS and self.store.may_grow:
+                # a long session: it goes on in a copy of its file in larger blocks (store.py
+                # LOADING_BLOCK_SIZE), checkpointed on the way
+                self.store.grow()
+                self.since_checkpoint = self.since_checkpoint_bytes = 0
+            elif self.since_checkpoint >= CHECKPOINT_ROWS or (
                     self.by_bytes and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
                 # In a thread only once the relay is over: one beside it took the loader to two
                 # cores and starved the proxy's spool writer on a 2-core machine (10M small
@@ -818,8 +840,6 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         # crash in between leaves a spool whose rows are stored: recover skips them).
         handle.release()
         if not handle.pinned:  # (a caller's store stays open: the file is not final yet)
-            if handle.created:
-                shrink(db)  # a short session's file in 16 KiB blocks (store.LOADING_BLOCK_SIZE)
             after_load.closed(later, db, _say)
         try:
             os.unlink(spool_path)

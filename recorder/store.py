@@ -120,21 +120,18 @@ STORAGE_COMPATIBILITY = "v1.4.0"
 # storage format, the block size is fixed when a file is created.
 BLOCK_SIZE = 16 * 1024
 
-# ...except while the loader fills a file it created: 16 KiB blocks cost it 35 MB of its peak and
-# 12% of its rows/s (1M small frames: VmHWM 186-188 -> 151-152 MB, 55-57k -> 62-65k rows/s), and
-# under its memory limit a bulk insert into them thrashes (1M rows by DuckDB's own JSON reader,
-# 64 MB limit: 27 s against 2.9 s). So the loader creates its file with 256 KiB blocks and, at the
-# session's end, `shrink` copies a small one into 16 KiB blocks when that makes it smaller.
+# ...except for a long session in a file the loader created: 16 KiB blocks cost the loader 35 MB
+# of its peak and 12% of its rows/s (1M small frames: VmHWM 186-188 -> 151-152 MB, 55-57k ->
+# 62-65k rows/s; 10M: 222-223 -> 155 MB, 51-55k -> 61-64k rows/s), and under its memory limit a
+# bulk insert into them thrashes (1M rows by DuckDB's own JSON reader, 64 MB limit: 27 s against
+# 2.9 s). So once such a file holds GROW_ROWS rows, `grow_blocks` copies it into 256 KiB blocks and
+# the loader goes on there. A session's file is then larger by at most DuckDB's fixed cost of the
+# big blocks (~1.4 MB; past ~100k frames like kimi's the big blocks are the smaller).
 LOADING_BLOCK_SIZE = 256 * 1024
-
-# Only files up to this size are tried in 16 KiB blocks: past ~10 MB (about 100k frames like
-# kimi's) 256 KiB blocks are the smaller anyway. bench_stats-generated sessions, 256 KiB -> 16 KiB:
-# 10k frames 2.6 -> 1.3 MB in a 0.13 s copy, 50k 6.3 -> 5.7 MB in 0.41 s, 100k 10.5 -> 11.3 MB
-# (kept as it was) in 0.74 s.
-SHRINK_MAX = 8 << 20
+GROW_ROWS = 20_000
 
 
-def _connect(path: str, read_only: bool, block_size: int = BLOCK_SIZE) -> duckdb.DuckDBPyConnection:
+def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     if read_only or os.path.exists(path):
@@ -153,7 +150,7 @@ def _connect(path: str, read_only: bool, block_size: int = BLOCK_SIZE) -> duckdb
         if read_only:
             return duckdb.connect(path, read_only=True)
         return duckdb.connect(path, config={"storage_compatibility_version": STORAGE_COMPATIBILITY,
-                                            "default_block_size": str(block_size)})
+                                            "default_block_size": str(BLOCK_SIZE)})
     except duckdb.IOException as e:
         msg = str(e)
         if is_lock_error(msg):
@@ -448,17 +445,14 @@ class Store:
         self.close()
 
 
-def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True,
-               block_size: int = BLOCK_SIZE) -> Store:
+def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True) -> Store:
     """Open a recording. Read-only opens never change the file; writable opens create it (owner
     only) and migrate it to the current schema. Tables only: analysis installs its views when
     it opens a file (analysis/views.py).
 
     Either waits first for a loader still storing a session its proxy has handed over (every
     opener but that loader itself: `wait_for_loader=False`), so `wire-proxy ... && wire-import
-    --db` the same file does not fail on the loader's lock.
-
-    `block_size` applies to a file this open creates (`Store.created`); a file keeps its own."""
+    --db` the same file does not fail on the loader's lock."""
     import duckdb
 
     from .handoff import wait_for_loaders
@@ -470,7 +464,7 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True,
         _PRIVATE.enter()  # left when the store closes
         created = not os.path.exists(path) or os.path.getsize(path) == 0
         try:
-            con = _connect(path, read_only=False, block_size=block_size)
+            con = _connect(path, read_only=False)
         except BaseException:
             _PRIVATE.leave()
             raise
@@ -523,38 +517,40 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def shrink(path: str, max_bytes: int = SHRINK_MAX) -> bool:
-    """Rewrite a closed recording of up to `max_bytes` in 16 KiB blocks when that makes it
-    smaller (a file the loader created in its larger blocks, `LOADING_BLOCK_SIZE`). Whether it
-    was rewritten. The copy is DuckDB's (`COPY FROM DATABASE`, every table); it replaces the
-    file by a rename while the original is still open read-only, so an opener sees one or the
-    other, whole. Anything that goes wrong leaves the original as it was: this only saves space."""
+def grow_blocks(store: Store) -> bool:
+    """Copy a writable store's file into a new one of `LOADING_BLOCK_SIZE` blocks and put it in
+    the file's place; True when done. The caller has checkpointed the store (its WAL must be
+    empty) and, when done, closes it and opens the path again. The
+    copy is DuckDB's (`COPY FROM DATABASE`, every table and view, committed rows); the rename
+    happens while this store still holds the old file, so another opener gets one file or the
+    other, whole. Anything that goes wrong leaves the file as it was (it only costs speed)."""
     import duckdb
 
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return False
-    if size > max_bytes or os.path.exists(path + ".wal"):
-        return False
-    tmp = f"{path}.{os.getpid()}.shrink"
-    con = None
+    con, path = store.con, store.path
+    tmp = f"{path}.{os.getpid()}.grow"
+    done = False
     _PRIVATE.enter()
     try:
+        (catalog, block) = con.execute(
+            "SELECT database_name, block_size FROM pragma_database_size() "
+            "WHERE database_name = current_database()").fetchone() or ("", LOADING_BLOCK_SIZE)
+        if block >= LOADING_BLOCK_SIZE:
+            return False
+        try:  # the old file's WAL would be replayed onto the new one: checkpointed first
+            if os.path.getsize(path + ".wal"):
+                return False
+        except FileNotFoundError:
+            pass
         for stale in (tmp, tmp + ".wal"):
             if os.path.exists(stale):
                 os.unlink(stale)
-        con = duckdb.connect(config={"threads": "1", "memory_limit": "64MB"})
-        con.execute(f"ATTACH {_sql_str(path)} AS src (READ_ONLY)")
-        (block,) = con.execute("SELECT block_size FROM pragma_database_size() "
-                               "WHERE database_name = 'src'").fetchone() or (BLOCK_SIZE,)
-        if block <= BLOCK_SIZE:
-            return False
-        con.execute(f"ATTACH {_sql_str(tmp)} AS dst (BLOCK_SIZE {BLOCK_SIZE}, "
+        con.execute(f"ATTACH {_sql_str(tmp)} AS wr_grow (BLOCK_SIZE {LOADING_BLOCK_SIZE}, "
                     f"STORAGE_VERSION '{STORAGE_COMPATIBILITY}')")
-        con.execute("COPY FROM DATABASE src TO dst")
-        con.execute("DETACH dst")
-        if os.path.getsize(tmp) >= size or os.path.exists(tmp + ".wal"):
+        try:
+            con.execute(f'COPY FROM DATABASE "{catalog}" TO wr_grow')
+        finally:
+            con.execute("DETACH wr_grow")
+        if os.path.exists(tmp + ".wal"):
             return False
         fd = os.open(tmp, os.O_RDONLY)
         try:
@@ -562,15 +558,15 @@ def shrink(path: str, max_bytes: int = SHRINK_MAX) -> bool:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        done = True
         return True
     except (duckdb.Error, OSError):
         return False
     finally:
-        if con is not None:
-            con.close()
-        for left in (tmp, tmp + ".wal"):
-            try:
-                os.unlink(left)
-            except OSError:
-                pass
+        if not done:
+            for left in (tmp, tmp + ".wal"):
+                try:
+                    os.unlink(left)
+                except OSError:
+                    pass
         _PRIVATE.leave()

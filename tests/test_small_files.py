@@ -1,7 +1,7 @@
 """Small sessions, small files: a session of a few frames recorded by the real wire-proxy costs
-at most 256 KB on disk (the loader fills a file it creates in DuckDB's 256 KiB blocks, which cost
-1.5 MB for such a session, and copies a small one into 16 KiB blocks at the session's end:
-`store.shrink`). Sizes, not timings: they hold on any machine."""
+at most 256 KB on disk (new files get 16 KiB blocks; with DuckDB's default 256 KiB blocks the same
+file was 1.5 MB). A long session in a file the loader created goes on in 256 KiB blocks, a copy of
+the file (`store.grow_blocks`). Sizes and contents, not timings: they hold on any machine."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 
 import duckdb
 
-from tests.harness.proxy import db_rows, run_proxy
+from tests.harness.proxy import db_rows, run_proxy, stream_of
 from wire_recorder.analysis.importers import import_files
 from wire_recorder.recorder.store import (
     BLOCK_SIZE,
+    GROW_ROWS,
     LOADING_BLOCK_SIZE,
-    STORAGE_COMPATIBILITY,
-    shrink,
+    grow_blocks,
+    open_store,
 )
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
@@ -58,51 +59,57 @@ def _catalog_and_rows(db: str) -> dict:
         con.close()
 
 
-def _in_blocks(src: str, out: str, block: int) -> None:
-    con = duckdb.connect()
-    try:
-        con.execute(f"ATTACH '{src}' AS src (READ_ONLY)")
-        con.execute(f"ATTACH '{out}' AS out (BLOCK_SIZE {block}, STORAGE_VERSION "
-                    f"'{STORAGE_COMPATIBILITY}')")
-        con.execute("COPY FROM DATABASE src TO out")
-    finally:
-        con.close()
-
-
-def test_shrink_copies_every_table_and_view_into_small_blocks_and_keeps_only_a_smaller_file(
-        tmp_path):
-    recorded = str(tmp_path / "recorded.db")
+def test_grow_blocks_copies_every_table_and_view_into_large_blocks(tmp_path):
+    db = str(tmp_path / "imported.db")
     # imported sessions: the file then holds analysis's views as well as the tables
-    import_files([str(SAMPLES / "multi_step.jsonl"), str(SAMPLES / "approve_shell.jsonl")],
-                 recorded)
-    big = str(tmp_path / "big.db")
-    _in_blocks(recorded, big, LOADING_BLOCK_SIZE)
-    os.chmod(big, 0o600)
-    before = _catalog_and_rows(big)
+    import_files([str(SAMPLES / "multi_step.jsonl"), str(SAMPLES / "approve_shell.jsonl")], db)
+    os.chmod(db, 0o600)
+    before = _catalog_and_rows(db)
     assert {kind for kind, _, _ in before["objects"]} >= {"table", "view"}
     assert len(before["frames"]) > 20
-    size = os.path.getsize(big)
 
-    assert not shrink(big, max_bytes=size - 1)  # over the bound: left alone
-    assert os.path.getsize(big) == size
+    store = open_store(db)
+    try:
+        store.con.execute("CHECKPOINT")
+        assert grow_blocks(store)
+    finally:
+        store.close()
+    assert db_rows(db, "SELECT block_size FROM pragma_database_size()") == [(LOADING_BLOCK_SIZE,)]
+    assert _catalog_and_rows(db) == before
+    assert os.stat(db).st_mode & 0o777 == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["imported.db"]
 
-    assert shrink(big)
-    assert db_rows(big, "SELECT block_size FROM pragma_database_size()") == [(BLOCK_SIZE,)]
-    assert os.path.getsize(big) < size
-    assert _catalog_and_rows(big) == before
-    assert os.stat(big).st_mode & 0o777 == 0o600
-    assert not [n for n in os.listdir(tmp_path) if "shrink" in n]
+    store = open_store(db)
+    try:
+        assert not grow_blocks(store)  # in large blocks already
+    finally:
+        store.close()
 
-    inode = os.stat(big).st_ino
-    assert not shrink(big)  # in small blocks already
-    assert os.stat(big).st_ino == inode
+
+def _frames(n: int, tag: bytes) -> bytes:
+    return b"".join(b'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart",'
+                    b'"payload":{"type":"text","text":"%s %d"}}}\n' % (tag, i) for i in range(n))
+
+
+def test_a_long_session_goes_on_in_large_blocks_and_keeps_every_byte(tmp_path):
+    db = str(tmp_path / "long.db")
+    data = _frames(GROW_ROWS // 2 + 1000, b"long")
+    p = run_proxy(["-q", "--db", db, "--", "cat"], data, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == data
+    assert db_rows(db, "SELECT block_size FROM pragma_database_size()") == [(LOADING_BLOCK_SIZE,)]
+    assert stream_of(db, "c2a") == data
+    assert stream_of(db, "a2c") == data
+    assert db_rows(db, "SELECT frame_count, lost_frames FROM sessions") == [
+        (2 * (GROW_ROWS // 2 + 1000), 0)]
+    assert not [n for n in os.listdir(tmp_path) if ".grow" in n or n.endswith(".wal")]
 
 
 def test_a_file_that_already_holds_sessions_is_appended_to_not_rewritten(tmp_path):
     db = str(tmp_path / "shared.db")
     inodes = []
-    for _ in range(2):
-        p = run_proxy(["-q", "--db", db, "--", "cat"], FRAMES, cwd=tmp_path)
+    for data in (FRAMES, _frames(GROW_ROWS // 2 + 1000, b"later")):
+        p = run_proxy(["-q", "--db", db, "--", "cat"], data, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         db_rows(db, "SELECT 1")  # (waits for the loader the proxy left)
         inodes.append(os.stat(db).st_ino)
