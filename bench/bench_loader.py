@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import WIRE_PROXY, make_frame  # noqa: E402
+from _common import WIRE_PROXY, make_frame, page_cache_rates  # noqa: E402
 
 TARGET_RSS_MB = 128
 TARGET_ROWS_S = 200_000
@@ -218,6 +218,10 @@ def main() -> int:
     big_mib = 256 if args.quick else 1024
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-loader-") as tmp:
+        first, again = page_cache_rates(tmp)
+        print(f"page cache: 512 MiB written into a new file at {first:,.0f} MB/s, over it again at "
+              f"{again:,.0f} MB/s (a first write much slower: memory the VM's host took back; "
+              f"default-mode bursts may then drop, counted)")
         ok &= case("small frames", 200, small // 2, tmp, args.busy, plain=True)
         ok &= case("2 MiB frames", 2 << 20, big_mib // 2, tmp, False, plain=False)
         if args.large_values:
