@@ -517,6 +517,28 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _remove_dead_copies(path: str) -> None:
+    """Copies `grow_blocks` left half-made: their loader was killed (its pid is gone)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    for entry in os.listdir(folder):
+        rest = entry[len(name) + 1:] if entry.startswith(name + ".") else ""
+        pid, _, kind = rest.partition(".")
+        if not pid.isdigit() or kind not in ("grow", "grow.wal"):
+            continue
+        if int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+                continue  # a live process's copy, being made now
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+        try:
+            os.unlink(os.path.join(folder, entry))
+        except OSError:
+            pass
+
+
 def grow_blocks(store: Store) -> bool:
     """Copy a writable store's file into a new one of `LOADING_BLOCK_SIZE` blocks and put it in
     the file's place; True when done. The caller has checkpointed the store (its WAL must be
@@ -541,9 +563,7 @@ def grow_blocks(store: Store) -> bool:
                 return False
         except FileNotFoundError:
             pass
-        for stale in (tmp, tmp + ".wal"):
-            if os.path.exists(stale):
-                os.unlink(stale)
+        _remove_dead_copies(path)
         con.execute(f"ATTACH {_sql_str(tmp)} AS wr_grow (BLOCK_SIZE {LOADING_BLOCK_SIZE}, "
                     f"STORAGE_VERSION '{STORAGE_COMPATIBILITY}')")
         try:

@@ -93,6 +93,9 @@ def _frames(n: int, tag: bytes) -> bytes:
 
 def test_a_long_session_goes_on_in_large_blocks_and_keeps_every_byte(tmp_path):
     db = str(tmp_path / "long.db")
+    # half-made copies: one of a killed loader (removed), one of a live process (pid 1: kept)
+    for leftover in ("long.db.999999999.grow", "long.db.999999999.grow.wal", "long.db.1.grow"):
+        (tmp_path / leftover).write_bytes(b"partial")
     data = _frames(GROW_ROWS // 2 + 1000, b"long")
     p = run_proxy(["-q", "--db", db, "--", "cat"], data, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -102,7 +105,8 @@ def test_a_long_session_goes_on_in_large_blocks_and_keeps_every_byte(tmp_path):
     assert stream_of(db, "a2c") == data
     assert db_rows(db, "SELECT frame_count, lost_frames FROM sessions") == [
         (2 * (GROW_ROWS // 2 + 1000), 0)]
-    assert not [n for n in os.listdir(tmp_path) if ".grow" in n or n.endswith(".wal")]
+    assert sorted(n for n in os.listdir(tmp_path) if ".grow" in n or n.endswith(".wal")) == [
+        "long.db.1.grow"]
 
 
 def test_a_file_that_already_holds_sessions_is_appended_to_not_rewritten(tmp_path):
