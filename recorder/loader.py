@@ -186,9 +186,10 @@ class DB:
     def may_grow(self) -> bool:
         return self.created and not self.grown and not self.pinned
 
-    def grow(self) -> None:
+    def grow(self) -> bool:
         """The file this loader created goes on in larger blocks (store.LOADING_BLOCK_SIZE):
-        checkpointed, copied, and opened again on its next use."""
+        checkpointed, copied, and opened again on its next use. False when the disk was full
+        (not tried again: it only costs speed)."""
         self.grown = True
 
         def run(store: Store) -> None:
@@ -197,7 +198,7 @@ class DB:
             if grow_blocks(store):
                 store.close()
                 self.store = None
-        self.write(run)
+        return self.write(run)
 
     def without_limit(self) -> None:
         """Checkpoints of large values run without a memory limit from now on."""
@@ -619,8 +620,8 @@ class Ingest:
             if self.stored_rows >= GROW_ROWS and self.store.may_grow:
                 # a long session: it goes on in a copy of its file in larger blocks (store.py
                 # LOADING_BLOCK_SIZE), checkpointed on the way
-                self.store.grow()
-                self.since_checkpoint = self.since_checkpoint_bytes = 0
+                if self.store.grow():
+                    self.since_checkpoint = self.since_checkpoint_bytes = 0
             elif self.since_checkpoint >= CHECKPOINT_ROWS or (
                     self.by_bytes and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
                 # In a thread only once the relay is over: one beside it took the loader to two
