@@ -6,11 +6,21 @@ the file (`store.grow_blocks`). Sizes and contents, not timings: they hold on an
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import threading
 from pathlib import Path
 
 import duckdb
 
-from tests.harness.proxy import db_rows, run_proxy, stream_of
+from tests.harness.proxy import (
+    WIRE_PROXY,
+    children_of,
+    db_rows,
+    run_proxy,
+    stream_of,
+    wait_until,
+)
 from wire_recorder.analysis.importers import import_files
 from wire_recorder.recorder.store import (
     BLOCK_SIZE,
@@ -120,3 +130,36 @@ def test_a_file_that_already_holds_sessions_is_appended_to_not_rewritten(tmp_pat
     assert inodes[0] == inodes[1]
     assert db_rows(db, "SELECT count(*) FROM sessions") == [(2,)]
     assert db_rows(db, "SELECT block_size FROM pragma_database_size()") == [(BLOCK_SIZE,)]
+
+
+def test_a_loader_killed_after_growing_the_file_leaves_what_recover_completes(tmp_path):
+    db = str(tmp_path / "grown.db")
+    p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--", "cat"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    echoed: list[bytes] = []
+    drain = threading.Thread(target=lambda: echoed.append(p.stdout.read()))
+    drain.start()
+    # the loader creates the file (16 KiB blocks) before any frame comes
+    assert wait_until(lambda: os.path.exists(db), timeout=60)
+    created = os.stat(db).st_ino
+    loader = next(pid for pid in children_of(p.pid)
+                  if b"recorder.loader" in open(f"/proc/{pid}/cmdline", "rb").read())
+    before, after = _frames(GROW_ROWS // 2 + 1000, b"before"), _frames(3000, b"after")
+    p.stdin.write(before)
+    p.stdin.flush()
+    assert wait_until(lambda: os.stat(db).st_ino != created, timeout=120)  # grown, renamed
+    os.kill(loader, signal.SIGKILL)
+    p.stdin.write(after)
+    p.stdin.close()
+    p.wait(timeout=120)
+    drain.join(timeout=60)
+    assert echoed == [before + after]  # the relay never depended on the loader
+
+    r = subprocess.run([WIRE_PROXY, "recover", db], capture_output=True, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not list(tmp_path.glob("*.spool")) and not list(tmp_path.glob("*.grow*"))
+    assert db_rows(db, "SELECT block_size FROM pragma_database_size()") == [(LOADING_BLOCK_SIZE,)]
+    assert stream_of(db, "c2a") == before + after
+    assert stream_of(db, "a2c") == before + after
+    assert db_rows(db, "SELECT lost_frames FROM sessions") == [(0,)]
