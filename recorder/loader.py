@@ -7,6 +7,7 @@ stalled the relay for milliseconds at p99.9).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import os
@@ -39,7 +40,16 @@ from .spool import (
     read_counters,
     writer_closed,
 )
-from .store import BLOCK_SIZE, GROW_ROWS, INLINE_MAX, DBLocked, Store, grow_blocks, open_store
+from .store import (
+    BLOCK_SIZE,
+    GROW_ROWS,
+    INLINE_MAX,
+    DBLocked,
+    Store,
+    grow_blocks,
+    open_store,
+    remove_dead_copies,
+)
 from .workdir import store_workdir
 
 BATCH_ROWS = 10_000
@@ -728,6 +738,8 @@ def spool_is_orphan(path: str) -> bool:
 def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     """Open the chosen DB, or a sibling file when another writer keeps it locked or it is
     unusable (and say so)."""
+    with contextlib.suppress(OSError):
+        remove_dead_copies(db)
     handle = DB(db)
     _Word.quiet = True
     try:

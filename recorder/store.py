@@ -517,8 +517,9 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _remove_dead_copies(path: str) -> None:
-    """Copies `grow_blocks` left half-made: their loader was killed (its pid is gone)."""
+def remove_dead_copies(path: str) -> None:
+    """Copies `grow_blocks` left half-made beside `path`: their loader was killed (its pid is
+    gone). Every loader of the file removes them, as does the next copy."""
     folder, name = os.path.split(os.path.abspath(path))
     for entry in os.listdir(folder):
         rest = entry[len(name) + 1:] if entry.startswith(name + ".") else ""
@@ -563,7 +564,7 @@ def grow_blocks(store: Store) -> bool:
                 return False
         except FileNotFoundError:
             pass
-        _remove_dead_copies(path)
+        remove_dead_copies(path)
         con.execute(f"ATTACH {_sql_str(tmp)} AS wr_grow (BLOCK_SIZE {LOADING_BLOCK_SIZE}, "
                     f"STORAGE_VERSION '{STORAGE_COMPATIBILITY}')")
         try:

@@ -123,10 +123,13 @@ def test_a_file_that_already_holds_sessions_is_appended_to_not_rewritten(tmp_pat
     db = str(tmp_path / "shared.db")
     inodes = []
     for data in (FRAMES, _frames(GROW_ROWS // 2 + 1000, b"later")):
+        # what a loader killed while copying left: every later loader of the file removes it
+        (tmp_path / "shared.db.999999999.grow").write_bytes(b"partial")
         p = run_proxy(["-q", "--db", db, "--", "cat"], data, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         db_rows(db, "SELECT 1")  # (waits for the loader the proxy left)
         inodes.append(os.stat(db).st_ino)
+        assert not (tmp_path / "shared.db.999999999.grow").exists()
     assert inodes[0] == inodes[1]
     assert db_rows(db, "SELECT count(*) FROM sessions") == [(2,)]
     assert db_rows(db, "SELECT block_size FROM pragma_database_size()") == [(BLOCK_SIZE,)]
