@@ -15,6 +15,8 @@ from importlib.resources import files
 
 import duckdb
 
+from wire_recorder.recorder.store import sql_str
+
 TABLES = {
     "sessions": "one row per recorded session (the recorder's table)",
     "frames": "one row per frame of a session, both directions, stderr and proxy events "
@@ -37,11 +39,6 @@ def view_list() -> str:
     """`name: what a row is` for the tables and the views, one per line (wire-query --help)."""
     rows = [*TABLES.items(), *view_docs().items()]
     return "\n".join(f"{name}: {doc}" for name, doc in rows)
-
-
-def sql_str(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def add_comments(con: duckdb.DuckDBPyConnection, temp: bool) -> None:

@@ -24,11 +24,10 @@ from wire_recorder.recorder.classify import PAYLOAD_MAX
 from wire_recorder.recorder.errors import OutputError, UserError
 from wire_recorder.recorder.model import COLUMNS, Frame
 from wire_recorder.recorder.paths import make_private_dirs, open_private
-from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs
+from wire_recorder.recorder.store import SESSION_COLUMNS, resolve_blobs, sql_str
 from wire_recorder.recorder.transcript import write_session
 from wire_recorder.recorder.workdir import read_manifest
 
-from .catalog import sql_str
 from .sources import Workspace
 
 

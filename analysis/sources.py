@@ -39,9 +39,9 @@ from wire_recorder.recorder.store import (
     is_duckdb_file,
     is_lock_error,
     schema_version,
+    sql_str,
 )
 
-from .catalog import sql_str
 from .inputs import expand, files_below
 from .views import install_views
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import duckdb
 
-from .catalog import sql_str
+from wire_recorder.recorder.store import sql_str
+
 from .views import VIEWS_VERSION, install_views
 
 TABLE = "wr_session_summary"

@@ -7,7 +7,6 @@ stalled the relay for milliseconds at p99.9).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import errno
 import os
@@ -738,8 +737,7 @@ def spool_is_orphan(path: str) -> bool:
 def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     """Open the chosen DB, or a sibling file when another writer keeps it locked or it is
     unusable (and say so)."""
-    with contextlib.suppress(OSError):
-        remove_dead_copies(db)
+    remove_dead_copies(db)
     handle = DB(db)
     _Word.quiet = True
     try:

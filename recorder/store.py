@@ -307,7 +307,7 @@ _PRIVATE = _PrivateFiles()
 
 class Store:
     def __init__(self, path: str, con: duckdb.DuckDBPyConnection, read_only: bool,
-                 version: int = SCHEMA_VERSION):
+                 version: int = SCHEMA_VERSION, created: bool = False):
         self.path = path
         self.con = con
         self.read_only = read_only
@@ -318,7 +318,7 @@ class Store:
         # (its checkpoint then runs under a raised limit: recorder/loader.py, `checkpoint`)
         self.memory_limit_mb: int | None = None
         self.large_values = False
-        self.created = False  # this open created the file
+        self.created = created  # this open created the file
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:
@@ -476,9 +476,7 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
             con.close()
             _PRIVATE.leave()
             raise
-        store = Store(path, con, False, version)
-        store.created = created
-        return store
+        return Store(path, con, False, version, created=created)
     con = _connect(path, read_only=True)
     try:
         check_base_tables(con, path)
@@ -513,7 +511,8 @@ def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(names)
 
 
-def _sql_str(text: str) -> str:
+def sql_str(text: str) -> str:
+    """A SQL string literal (for statements that take no parameters: ATTACH, COPY)."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -521,7 +520,11 @@ def remove_dead_copies(path: str) -> None:
     """Copies `grow_blocks` left half-made beside `path`: their loader was killed (its pid is
     gone). Every loader of the file removes them, as does the next copy."""
     folder, name = os.path.split(os.path.abspath(path))
-    for entry in os.listdir(folder):
+    try:
+        entries = os.listdir(folder)
+    except OSError:  # no folder yet, or not readable: nothing of ours to remove there
+        return
+    for entry in entries:
         rest = entry[len(name) + 1:] if entry.startswith(name + ".") else ""
         pid, _, kind = rest.partition(".")
         if not pid.isdigit() or kind not in ("grow", "grow.wal"):
@@ -565,7 +568,7 @@ def grow_blocks(store: Store) -> bool:
         except FileNotFoundError:
             pass
         remove_dead_copies(path)
-        con.execute(f"ATTACH {_sql_str(tmp)} AS wr_grow (BLOCK_SIZE {LOADING_BLOCK_SIZE}, "
+        con.execute(f"ATTACH {sql_str(tmp)} AS wr_grow (BLOCK_SIZE {LOADING_BLOCK_SIZE}, "
                     f"STORAGE_VERSION '{STORAGE_COMPATIBILITY}')")
         try:
             con.execute(f'COPY FROM DATABASE "{catalog}" TO wr_grow')

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ..catalog import sql_str
+from wire_recorder.recorder.store import sql_str
 
 TEXT_CAP = 20000  # characters of search text per session
 # ...of at most PIECE_CAP from each frame: the heap below holds cap + 1 pieces, and whole pieces
