@@ -18,6 +18,7 @@ from tests.harness.proxy import (
     children_of,
     db_rows,
     echo_agent_cmd,
+    loaders_of,
     run_proxy,
     stream_of,
     wait_until,
@@ -327,9 +328,8 @@ def test_sigkill_mid_burst_loss_is_marked_at_recovery(tmp_path):
     received = b""
     while received.count(b"\n") < 500:
         received += os.read(p.stdout.fileno(), 1 << 20)
-    for pid in children_of(p.pid):
-        if b"wire_recorder.recorder.loader" in open(f"/proc/{pid}/cmdline", "rb").read():
-            os.kill(pid, signal.SIGKILL)
+    for pid in loaders_of(p.pid):
+        os.kill(pid, signal.SIGKILL)
     p.send_signal(signal.SIGKILL)
     killed_at = time.monotonic_ns()
     p.wait()

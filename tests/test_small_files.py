@@ -15,8 +15,8 @@ import duckdb
 
 from tests.harness.proxy import (
     WIRE_PROXY,
-    children_of,
     db_rows,
+    loaders_of,
     run_proxy,
     stream_of,
     wait_until,
@@ -145,8 +145,7 @@ def test_a_loader_killed_after_growing_the_file_leaves_what_recover_completes(tm
     # the loader creates the file (16 KiB blocks) before any frame comes
     assert wait_until(lambda: os.path.exists(db), timeout=60)
     created = os.stat(db).st_ino
-    loader = next(pid for pid in children_of(p.pid)
-                  if b"recorder.loader" in open(f"/proc/{pid}/cmdline", "rb").read())
+    (loader,) = loaders_of(p.pid)
     before, after = _frames(GROW_ROWS // 2 + 1000, b"before"), _frames(3000, b"after")
     p.stdin.write(before)
     p.stdin.flush()

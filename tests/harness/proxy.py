@@ -121,3 +121,16 @@ def children_of(pid: int) -> list[int]:
         except (OSError, IndexError, ValueError):
             pass
     return out
+
+
+def loaders_of(proxy_pid: int) -> list[int]:
+    """The proxy's loader processes (its children running recorder.loader)."""
+    out = []
+    for pid in children_of(proxy_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"wire_recorder.recorder.loader" in f.read():
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
