@@ -156,6 +156,13 @@ def proxy_prefix(src: str | None) -> list[str] | None:
     return [WIRE_PROXY]
 
 
+def relay_floor_argv(agent: list[str]) -> list[str]:
+    """The relay's design with nothing recorded (`_thread_relay.py`), in the proxy's interpreter."""
+    python = os.path.join(VENV_BIN, "python")
+    return [python if os.path.exists(python) else sys.executable,
+            os.path.join(ROOT, "bench", "_thread_relay.py"), *agent]
+
+
 def proxy_argv(db: str, agent: list[str], *extra: str, wait: float = 900) -> list[str]:
     return [WIRE_PROXY, "-q", "--db", db, "--wait", str(wait), *extra, "--", *agent]
 

@@ -4,9 +4,11 @@
     .venv/bin/python bench/bench_proxy.py [--quick] [--only throughput,latency,...] [--src DIR]
 
 Sections (see bench/README.md):
-  throughput  frames through `wire-proxy -- cat` vs `cat` vs `cat | tee FILE | cat`, output
-              byte-identical, DB holds every frame of both directions
+  throughput  frames through `wire-proxy -- cat` vs `cat` vs `cat | tee FILE | cat` vs the
+              thread relay floor (`_thread_relay.py`: the relay's two threads, nothing
+              recorded), output byte-identical, DB holds every frame of both directions
   latency     ping-pong round trips: proxy vs `cat` vs `cat | cat | cat` (one extra cat hop)
+              vs the thread relay floor
   busy        1 M (quick: 300 k) small frames through the proxy while a CPU burner keeps one
               core busy: frames lost from the recording (target 0), proxy RSS, vs `tee`
   sustained   1 M small frames through the proxy until the recording is complete in DuckDB
@@ -41,6 +43,7 @@ from _common import (  # noqa: E402
     pct,
     proxy_argv,
     proxy_prefix,
+    relay_floor_argv,
     run_stream,
     say,
     spool_leftovers,
@@ -174,6 +177,7 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         variants = {
             "cat": ["cat"],
             "tee": ["sh", "-c", f"cat | tee {tee_file} | cat"],
+            "floor": relay_floor_argv(["cat"]),
             "proxy": None,
         }
         runs: dict[str, list] = {k: [] for k in variants}
@@ -218,7 +222,12 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         for v in ("cat", "tee"):
             rep.row(sec, name, f"{v} frames/s", fps[v], "", None)
         vs_tee = fps["proxy"] / fps["tee"]
+        # the same two threads that relay, recording nothing: what relaying in Python costs
+        rep.row(sec, name, "thread relay floor frames/s", fps["floor"], "", "tee",
+                fps["floor"] / fps["tee"])
         rep.row(sec, name, "proxy frames/s", fps["proxy"], "", "cat", fps["proxy"] / fps["cat"])
+        rep.row(sec, name, "proxy frames/s", fps["proxy"], "", "floor",
+                fps["proxy"] / fps["floor"])
         rep.row(sec, name, "proxy MB/s", mbs["proxy"], "", "tee", vs_tee,
                 f">= {TARGETS['tp_min_vs_tee']}x tee", vs_tee >= TARGETS["tp_min_vs_tee"])
         if size == 200:
@@ -271,7 +280,7 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
         frame = make_frame(size, 1)
         name = size_name(size)
         say(f"[latency] {name}: {per_run * rounds} round trips per variant")
-        samples = {"cat": [], "cat3": [], "proxy": []}
+        samples = {"cat": [], "cat3": [], "floor": [], "proxy": []}
         for _r in range(rounds):
             for v in samples:
                 tmp.clear()
@@ -279,6 +288,8 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                     argv = ["cat"]
                 elif v == "cat3":
                     argv = ["sh", "-c", "cat | cat | cat"]
+                elif v == "floor":
+                    argv = relay_floor_argv(["cat"])
                 else:
                     argv = proxy_cmd(tmp.file("lat.db"), ["cat"])
                 samples[v] += pingpong(argv, frame, per_run, 200)
@@ -298,12 +309,17 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                                          "max": addmax},
                       "n": len(samples["cat"])}
         sec = "2 latency"
-        for v, label in (("cat", "cat"), ("cat3", "cat|cat|cat"), ("proxy", "proxy")):
+        for v, label in (("cat", "cat"), ("cat3", "cat|cat|cat"), ("floor", "thread relay floor"),
+                         ("proxy", "proxy")):
             q = st[v]
             rep.row(sec, name, f"{label} p50/p99/p99.9/max",
                     f"{q['p50']:.0f}/{q['p99']:.0f}/{q['p99.9']:.0f}/{q['max']:.0f}", "us")
         rep.row(sec, name, "one extra cat hop adds p50/p99", f"{hop50:.1f}/{hop99:.1f}", "us")
         ratio50 = add50 / hop50 if hop50 > 0 else float("inf")
+        floor50 = st["floor"]["p50"] - st["cat"]["p50"]
+        data[name]["floor_added_us"] = {"p50": floor50}
+        rep.row(sec, name, "thread relay floor adds p50", floor50, "us", "1 cat hop",
+                floor50 / hop50 if hop50 > 0 else None)
         rep.row(sec, name, "proxy adds p50", add50, "us", "1 cat hop", ratio50,
                 f"<= {TARGETS['lat_max_p50_added_us']:.0f} us",
                 add50 <= TARGETS["lat_max_p50_added_us"])
