@@ -25,7 +25,7 @@ import orjson
 from wire_recorder.recorder.errors import DBLocked, NotARecording, OutputError
 from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.model import SESSION_COLUMNS, Frame
-from wire_recorder.recorder.paths import open_private
+from wire_recorder.recorder.paths import fsync_dir, fsync_file, open_private
 from wire_recorder.recorder.store import Store, blobs_path, is_duckdb_file, open_store
 from wire_recorder.recorder.transcript import read_transcript, write_session
 from wire_recorder.recorder.workdir import FILES_KEY, read_stored, redact_entries
@@ -181,14 +181,6 @@ def _temp_path(path: str, what: str) -> str:
     return os.path.join(folder, f".{base}.{what}-{os.getpid()}")
 
 
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _remove(*paths: str) -> None:
     for p in paths:
         try:
@@ -311,31 +303,19 @@ def _replace(tmp: str, tmp_blobs: str, path: str) -> None:
     blobs = blobs_path(path)
     try:
         os.chmod(tmp, 0o600)
-        _fsync(tmp)
+        fsync_file(tmp)
         if os.path.exists(tmp_blobs):
             os.chmod(tmp_blobs, 0o600)
-            _fsync(tmp_blobs)
+            fsync_file(tmp_blobs)
             os.replace(tmp_blobs, blobs)
         else:
             _remove(blobs)
         os.replace(tmp, path)
         _remove(path + ".wal")
-        _fsync_dir(os.path.dirname(os.path.abspath(path)))
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
     except OSError as e:
         raise OutputError(f"cannot replace {path}: {e.strerror}") from None
 
-
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # -- transcripts ----------------------------------------------------------------------------------
@@ -363,7 +343,7 @@ def rewrite_transcript(path: str, redactor: RedactorLike, dry_run: bool = False,
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(os.path.abspath(path)))
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
     except OSError as e:
         _remove(tmp)
         raise OutputError(f"cannot rewrite {path}: {e.strerror}") from None

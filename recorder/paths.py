@@ -112,3 +112,27 @@ def make_private_dirs(path: str) -> None:
                 raise
             continue
         os.chmod(folder, 0o700)
+
+
+def fsync_file(path: str) -> None:
+    """Put a file's bytes on the disk (before it is renamed over another)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(folder: str) -> None:
+    """Put a folder's entries on the disk (after a rename in it): best effort, as some file
+    systems cannot."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .errors import DBLocked, NotARecording, SchemaTooNew
 from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, TABLES, WORKDIR_COLUMNS, Frame
-from .paths import DUCKDB_MAGIC
+from .paths import DUCKDB_MAGIC, fsync_dir, fsync_file
 
 if TYPE_CHECKING:
     import duckdb
@@ -576,13 +576,10 @@ def grow_blocks(store: Store) -> bool:
             con.execute("DETACH wr_grow")
         if os.path.exists(tmp + ".wal"):
             return False
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(tmp)
         os.replace(tmp, path)
         done = True
+        fsync_dir(os.path.dirname(os.path.abspath(path)))  # the rename too, before rows follow
         return True
     except (duckdb.Error, OSError):
         return False
