@@ -9,16 +9,16 @@ import subprocess
 import sys
 import threading
 
+from _common import write_all  # (this script's folder is first on sys.path)
+
 
 def pump(src: int, dst: int) -> None:
-    read, write = os.read, os.write
+    read = os.read
     while True:
         data = read(src, 64 * 1024)
         if not data:
             break
-        view = memoryview(data)
-        while view:
-            view = view[write(dst, view):]
+        write_all(dst, data)
     if dst != 1:
         os.close(dst)
 
