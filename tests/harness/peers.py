@@ -1,7 +1,8 @@
 """Where the real peers are, and what a test does when one is missing.
 
 The peers are installed by `bash scripts/setup-peers` into `.peers/`: kimi-cli (`.peers/kimi`),
-the ACP client SDK (`.peers/acp`) and the two MCP SDK lines (`.peers/mcp2`, `.peers/mcp1`). Each
+the ACP client SDK (`.peers/acp`), the two MCP SDK lines (`.peers/mcp2`, `.peers/mcp1`) and the
+vendor's Node Wire client (`.peers/node-sdk`, an npm prefix). Each
 finder returns a path or raises a PeerMissing that names every place it looked and how to install
 the peer. `need(find, what)` turns that into a skipped test, or a failed one under CI, where the
 peers must be there.
@@ -148,3 +149,40 @@ def find_mcp_peers() -> dict[str, Path]:
         raise McpPeerMissing("git is not on PATH (mcp_git needs it)")
     found["git"] = Path(git)
     return found
+
+
+# -- the vendor's Node Wire client ---------------------------------------------------------------
+
+ENV_NODE_SDK = "WIRE_NODE_SDK"
+DEFAULT_NODE_SDK = PEERS / "node-sdk"
+NODE_SDK_PACKAGE = "@moonshot-ai/kimi-agent-sdk"
+NODE_SDK_VERSION = "0.1.8"
+
+
+class NodeSdkMissing(PeerMissing):
+    """node, or the vendor's Node SDK install (`.peers/node-sdk`), is not there."""
+
+
+def find_node_sdk() -> tuple[Path, Path]:
+    """(node, the npm prefix holding @moonshot-ai/kimi-agent-sdk at the pinned version):
+    $WIRE_NODE_SDK, else <repo>/.peers/node-sdk."""
+    import json
+
+    hint = (f"install it with `bash scripts/setup-peers` (needs node >= 18 and npm; creates "
+            f".peers/node-sdk with {NODE_SDK_PACKAGE}@{NODE_SDK_VERSION}), or set "
+            f"{ENV_NODE_SDK}=/path/to/an/npm/prefix")
+    node = shutil.which("node")
+    if node is None:
+        raise NodeSdkMissing("node is not on PATH (the vendor's Node SDK needs it)", hint)
+    explicit = os.environ.get(ENV_NODE_SDK)
+    prefix = Path(explicit).expanduser() if explicit else DEFAULT_NODE_SDK
+    manifest = prefix / "node_modules" / NODE_SDK_PACKAGE / "package.json"
+    try:
+        version = json.loads(manifest.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError):
+        raise NodeSdkMissing(f"{NODE_SDK_PACKAGE} not found: {manifest} is missing or unreadable",
+                             hint) from None
+    if version != NODE_SDK_VERSION:
+        raise NodeSdkMissing(f"{NODE_SDK_PACKAGE} in {prefix} is {version}, the suite pins "
+                             f"{NODE_SDK_VERSION}", hint)
+    return Path(node), prefix
