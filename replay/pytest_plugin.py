@@ -241,9 +241,10 @@ class _ClientSession:
         report = self._read_report(wait=passed)
         if report is None:
             if passed:
+                # a client's SIGTERM, SIGINT, SIGHUP or EOF gets a report; SIGKILL cannot
                 pytest.fail(f"wire_agent: wire-replay --serve of {self.cassette} wrote no report: "
-                            f"the client never started the agent command, or it is still "
-                            f"running", pytrace=False)
+                            f"the client never started the agent command, it is still running, "
+                            f"or the client killed it (SIGKILL)", pytrace=False)
             return
         if report.get("ok"):
             return

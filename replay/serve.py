@@ -6,12 +6,19 @@ out on stdout (responses re-addressed to the live request ids), and wherever the
 waited for the client — for a request (initialize, prompt, cancel, …), for an answer to one of
 its requests, or for the end of input — it waits for the live client and checks what it sent
 against the recording. Divergences are collected; stdout carries protocol frames only.
+
+The client ends the session the way clients do: by closing stdin, or by a signal (the vendor's
+SDK sends SIGTERM and never closes stdin). SIGTERM, SIGINT and SIGHUP are an ending like EOF, not
+a death: what the client wrote before the signal is still read and checked, then the walk stops
+(no more frames to a client that has left), the report is written and the exit is the verdict.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import select
+import signal
 import sys
 import threading
 import time
@@ -27,6 +34,10 @@ from .normalize import Normalizer, WorkDirRewrite, environment_values
 from .recording import Msg, Recording, load, parse_msg
 
 _EOF = None
+# signals that end the session as EOF does (a client's stop, a terminal's ^C or hang-up)
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_STOP_READER = 0  # a byte on the wake pipe that is no signal: the walk is over
+_QUIET = object()  # the reader's ending when it was told to stop
 
 
 class _Stop(Exception):
@@ -52,6 +63,11 @@ class _Serve:
         self.inbox: queue.Queue = queue.Queue()
         self.buffer: list[Msg] = []  # live client frames not consumed yet
         self.client_eof = False
+        self.ended_by: str | None = None  # the signal that ended the session, if one did
+        # the reader polls stdin and this pipe: the signal wakeup fd writes the signal's number
+        # here, so a signal is seen after every byte the client wrote before sending it
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
         self.id_map: dict[bytes, Any] = {}  # recorded client request id -> live id
         self.divs: list[Divergence] = []
         self.frames: list[LiveFrame] = []
@@ -63,26 +79,54 @@ class _Serve:
 
     # -- io ------------------------------------------------------------------------------------
     def _read(self) -> None:
-        # raw fd reads: a daemon thread blocked in a buffered readline aborts interpreter exit
+        # raw fd reads after poll: a daemon thread blocked in a buffered readline aborts
+        # interpreter exit, and a read never blocks while a signal is waiting on the wake pipe
         buf = b""
+        ending: Any = _EOF
+        poller = select.poll()
+        poller.register(self.in_fd, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
         try:
             while True:
+                ready = {fd for fd, _ in poller.poll()}
+                if self.wake_r in ready:
+                    woke = os.read(self.wake_r, 64)
+                    if not woke or _STOP_READER in woke:
+                        ending = _QUIET  # the walk is over: nothing more to tell it
+                        return
+                    sig = next((n for n in woke if n in ENDING_SIGNALS), None)
+                    if sig is not None:
+                        # what the client wrote before signalling is all in the pipe by now:
+                        # it is read and queued before the ending
+                        while select.select([self.in_fd], [], [], 0)[0]:
+                            chunk = os.read(self.in_fd, 65536)
+                            if not chunk:
+                                break
+                            buf = self._lines(buf + chunk)
+                        ending = ("signal", signal.Signals(sig).name)
+                        return
+                    continue
                 chunk = os.read(self.in_fd, 65536)
                 if not chunk:
-                    break
-                buf += chunk
-                while True:
-                    nl = buf.find(b"\n")
-                    if nl < 0:
-                        break
-                    self.inbox.put((time.monotonic_ns(), buf[:nl], True))
-                    buf = buf[nl + 1:]
+                    return
+                buf = self._lines(buf + chunk)
         except OSError:
             pass
         finally:
-            if buf:
-                self.inbox.put((time.monotonic_ns(), buf, False))
-            self.inbox.put(_EOF)
+            os.close(self.wake_r)
+            if ending is not _QUIET:
+                if buf:
+                    self.inbox.put((time.monotonic_ns(), buf, False))
+                self.inbox.put(ending)
+
+    def _lines(self, buf: bytes) -> bytes:
+        """Queue the complete lines of buf; the incomplete rest back."""
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                return buf
+            self.inbox.put((time.monotonic_ns(), buf[:nl], True))
+            buf = buf[nl + 1:]
 
     def _emit(self, raw: bytes, newline: bool = True) -> None:
         data = raw + (b"\n" if newline else b"")
@@ -110,6 +154,11 @@ class _Serve:
             self.client_eof = True
             self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
                                          event="client_eof", data={}))
+            return
+        if item[0] == "signal":
+            self.client_eof, self.ended_by = True, item[1]
+            self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
+                                         event="signal", data={"signal": item[1]}))
             return
         t_ns, raw, nl = item
         m = parse_msg(raw, "c2a", (t_ns - self.t0_ns) / 1e9, nl, self.rec.adapter)
@@ -147,6 +196,9 @@ class _Serve:
         rec = self.rec
         answer_of = {a: r for r, a in rec.answers.items()}  # answer index -> request index
         eof_at = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
+        # the recorded client may have ended by a signal instead (or first): the same ending
+        eof_at = min([eof_at, *(at for at, _, name in rec.signals
+                                if getattr(signal, name, None) in ENDING_SIGNALS)])
         t_prev = 0.0
         try:
             for m in rec.msgs:
@@ -167,12 +219,19 @@ class _Serve:
                 self._expect_eof()
         except _Stop:
             pass
+        finally:
+            try:
+                os.write(self.wake_w, bytes([_STOP_READER]))
+            except OSError:
+                pass  # the reader is gone already (EOF, or the client's signal)
         self._leftovers()
         return ReplayResult(rec, "serve", [], self.divs, self.stopped, None,
                             time.monotonic() - self.t0, dict(self.stats), self.frames)
 
     def _serve_agent_frame(self, m: Msg) -> None:
         self.pos.see(m)
+        if self.ended_by is not None:
+            return  # the client has gone: nobody reads, and a full pipe would block us
         if _is_answer(m) and m.id_key in self.rec.client_requests:
             if m.id_key not in self.id_map:
                 return  # the client never sent that request; already reported
@@ -186,7 +245,7 @@ class _Serve:
         label = describe(m)
         live = self._wait_for(lambda x: not _is_answer(x), f"send {label}")
         if live is None:
-            self._closed_early(f"the client closed its input instead of sending {label}")
+            self._closed_early(f"{self._ended()} instead of sending {label}")
         if m.kind == "request" and live.kind == "request" and m.method == live.method \
                 and m.id_key is not None:
             self.id_map[m.id_key] = live.rpc_id
@@ -222,7 +281,7 @@ class _Serve:
         what = f"answer {describe(req)}"
         live = self._wait_for(lambda x: _is_answer(x) and x.id_key == req.id_key, what)
         if live is None:
-            self._closed_early(f"the client closed its input without answering {describe(req)}")
+            self._closed_early(f"{self._ended()} without answering {describe(req)}")
         self._compare(ans, live, lambda exp, got: f"the client answered {describe(req)} with "
                       f"{_short_answer(got)}, recorded {_short_answer(exp)}")
 
@@ -234,14 +293,18 @@ class _Serve:
             lambda x: _is_answer(x) and (x.id_key == m.id_key or x.id_key not in self.agent_ids),
             f"send {describe(m)}, to no request (as the recorded client did)")
         if live is None:
-            self._closed_early(f"the client closed its input instead of sending {describe(m)}, "
-                               f"to no request")
+            self._closed_early(f"{self._ended()} instead of sending {describe(m)}, to no request")
         self._compare(m, live, lambda exp, got: f"the client sent {describe(live)} to no "
                       f"request, recorded {describe(m)}")
 
+    def _ended(self) -> str:
+        return "the client closed its input" if self.ended_by is None else \
+            f"the client ended the session ({self.ended_by})"
+
     def _closed_early(self, message: str) -> NoReturn:
         self.divs.append(Divergence("client", self.pos.where(), message))
-        self.stopped = "client closed its input early"
+        self.stopped = "client closed its input early" if self.ended_by is None else \
+            f"client ended the session early ({self.ended_by})"
         raise _Stop
 
     def _compare(self, recorded: Msg, live: Msg, say: Callable[[Any, Any], str]) -> None:
@@ -268,9 +331,11 @@ class _Serve:
                                             f"client did not send"))
                 self._refuse(x)
             if time.monotonic() >= min(deadline, self.hard_deadline):
+                how = "close its input" if self.rec.eof_at is not None else \
+                    "end the session (close its input or send SIGTERM)"
                 self.divs.append(Divergence("timeout", self.pos.where(),
                                             f"waited {self.opts.frame_timeout:g}s for the client "
-                                            f"to close its input, as the recorded client did"))
+                                            f"to {how}, as the recorded client did"))
                 self.stopped = "client timeout"
                 raise _Stop
             self._pull(min(deadline, self.hard_deadline))
@@ -311,5 +376,38 @@ def serve_session(recording: Recording | str | os.PathLike, *, session_id: str |
     """Act as the recorded agent on stdin/stdout until the recorded session is over."""
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
-    return _Serve(rec, opts, stdin_fd if stdin_fd is not None else sys.stdin.fileno(),
-                  stdout_fd if stdout_fd is not None else sys.stdout.fileno()).run()
+    serve = _Serve(rec, opts, stdin_fd if stdin_fd is not None else sys.stdin.fileno(),
+                   stdout_fd if stdout_fd is not None else sys.stdout.fileno())
+    try:
+        with _signals_end_session(serve.wake_w):
+            return serve.run()
+    finally:
+        os.close(serve.wake_w)  # run() told the reader to stop; it closes its end
+
+
+class _signals_end_session:
+    """While serving: SIGTERM, SIGINT and SIGHUP write their number to the wake pipe (Python's
+    wakeup fd, written by the C handler itself) instead of killing us or raising
+    KeyboardInterrupt. Only the main thread can set handlers; elsewhere the defaults stay."""
+
+    def __init__(self, wake_w: int):
+        self.wake_w = wake_w
+        self.old: dict[int, Any] = {}
+        self.old_wakeup: int | None = None
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self.old_wakeup = signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        for sig in ENDING_SIGNALS:
+            self.old[sig] = signal.signal(sig, _noted)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self.old.items():
+            signal.signal(sig, old)
+        if self.old_wakeup is not None:
+            signal.set_wakeup_fd(self.old_wakeup)
+
+
+def _noted(signum: int, frame: object) -> None:
+    """The wakeup fd has the signal already; the handler only keeps the default action away."""

@@ -121,6 +121,9 @@ class ClientPlan:
     init_timeout: float = 30.0  # kimi start-up is ~3 s, up to 7 s under load
     prompt_timeout: float = 30.0
     exit_timeout: float = 10.0  # after stdin EOF
+    # instead of closing stdin at the end, send the agent this signal and leave stdin open (the
+    # way the vendor's Node SDK ends a session: SIGTERM)
+    end_signal: int | None = None
 
     def initialize_params(self) -> dict[str, Any]:
         p: dict[str, Any] = {"protocol_version": self.protocol_version}
@@ -519,7 +522,10 @@ class _Driver:
             th.start()
         try:
             self._drive(hard_deadline)
-            self._close_stdin()
+            if self.plan.end_signal is None:
+                self._close_stdin()
+            elif self.proc.poll() is None:
+                self.proc.send_signal(self.plan.end_signal)
             # drain until EOF (the agent's last frames, e.g. ApprovalResponse after EOF)
             exit_deadline = min(hard_deadline, time.monotonic() + self.plan.exit_timeout)
             self.scheduled.clear()
