@@ -44,6 +44,7 @@ class Timeline:
     _text: list[str] = field(default_factory=list)
     _text_kind: str | None = None
     _renderers: dict = field(default_factory=dict)  # adapter name -> its renderer
+    _client_signals: set = field(default_factory=set)  # signals the client sent through the proxy
 
     # -- what a renderer gets (recorder/protocols/render.py: TimelineContext) ---------------------
     def stamp(self, f: Frame) -> str:
@@ -113,7 +114,11 @@ class Timeline:
                 if f.method == "exit":
                     code = p.get("exit_status")
                     extra = f" status {esc(code)}" + (f" ({esc(p.get('signal'))})" if p.get("signal") else "")
-                    bad = bool(code)
+                    # an end the client asked for (its signal, forwarded) is no error: errors.sql
+                    bad = bool(code) and not (p.get("signal") in self._client_signals or any(
+                        code == 128 + n for n in map(_signum, self._client_signals)))
+                elif f.method == "signal":
+                    self._client_signals.add(p.get("signal"))
                 elif f.method not in ("spawn", "client_eof", "signal"):
                     bad = True
                     extra = " " + esc(short(p, self.width))
@@ -130,6 +135,10 @@ class Timeline:
             self.totals.errors += 1
             out.append(f"{t} [red]invalid {esc(f.direction)} frame: {esc(f.parse_error or '')}[/]")
         return out
+
+
+def _signum(name: object) -> int:
+    return {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}.get(name, -1) if isinstance(name, str) else -1
 
 
 def header(session: dict) -> str:

@@ -1,7 +1,9 @@
 -- errors: everything that went wrong, one row each: JSON-RPC errors (with the request they
 -- answer), frames that did not parse, agent stderr output that says something failed (one row
 -- per burst of lines: a traceback or a validation dump is one error), proxy trouble, a non-zero
--- exit, and protocol anomalies
+-- exit, and protocol anomalies. An exit the client asked for is no error: a client that ends
+-- its session with a signal through the proxy (the vendor's Node SDK sends SIGTERM every time)
+-- gets an agent killed by that signal or exiting 128 + its number.
 WITH stderr_lines AS (
     SELECT session_id, seq, ts, direction, mono_ns,
         coalesce(try(decode(raw)), 'non-UTF-8 bytes: ' || byte_len::VARCHAR) AS line,
@@ -29,6 +31,11 @@ WITH stderr_lines AS (
 ), turn_of AS (
     -- the frame each turn starts with, for frames that are not in wr_events
     SELECT session_id, seq, turn FROM wr_events WHERE seq = turn_seq AND NOT history
+), client_signals AS (
+    SELECT session_id, seq, payload->>'signal' AS signal,
+        CASE payload->>'signal' WHEN 'SIGHUP' THEN 1 WHEN 'SIGINT' THEN 2 WHEN 'SIGTERM' THEN 15
+        END AS signum
+    FROM frames WHERE kind = 'lifecycle' AND method = 'signal' AND direction = 'proxy'
 ), protos AS (
     SELECT session_id, any_value(protocol) AS protocol FROM sessions GROUP BY session_id
 ), all_errors AS (
@@ -42,7 +49,7 @@ WITH stderr_lines AS (
         AND rpc_errors.seq > reqs.seq
     UNION ALL
     SELECT session_id, seq, ts, direction, source, code, message, related, rpc_id FROM (
-        SELECT session_id, seq, ts, direction, rpc_id,
+        SELECT session_id, seq, ts, direction, rpc_id, payload->>'signal' AS exit_signal,
             CASE kind WHEN 'invalid' THEN 'invalid_frame'
                  WHEN 'lifecycle' THEN CASE WHEN method = 'exit' THEN 'exit' ELSE 'proxy' END
             END AS source,
@@ -61,8 +68,10 @@ WITH stderr_lines AS (
         WHERE kind = 'invalid'
            OR (kind = 'lifecycle' AND method IN ('proxy_error', 'recording_gap', 'client_hangup',
                                                  'spawn_failed', 'exit'))
-    )
-    WHERE source <> 'exit' OR coalesce(code, 0) <> 0
+    ) AS ex
+    WHERE source <> 'exit' OR (coalesce(code, 0) <> 0 AND NOT EXISTS (
+        SELECT 1 FROM client_signals cs WHERE cs.session_id = ex.session_id AND cs.seq < ex.seq
+            AND (cs.signal = ex.exit_signal OR cs.signum + 128 = ex.code)))
     UNION ALL
     SELECT session_id, seq, ts, direction, 'stderr', NULL, message, NULL, NULL FROM stderr_errors
     UNION ALL
