@@ -123,6 +123,14 @@ def test_the_sdks_sigterm_is_not_an_error(recorded):
                           timeout=120)
     assert show.returncode == 0, show.stderr
     assert "0 errors" in show.stdout and "exit status 143 (SIGTERM)" in show.stdout
+    # wire-ui: the session list (its "with errors" filter) and the session's own counts
+    from wire_recorder.analysis.ui.data import Catalog
+
+    cat = Catalog([str(db)], cache=None)
+    cat.build()
+    rows = cat.page()["rows"]
+    assert [r["errors"] for r in rows] == [0] and cat.page(errors=True)["matched"] == 0
+    assert cat.session(rows[0]["key"])["counts"]["errors"] == 0
 
 
 def test_the_agent_side_replays_green_twice_with_only_kimi_wire(recorded, kimi_exe, tmp_path):
