@@ -44,6 +44,10 @@ class _Stop(Exception):
     pass
 
 
+class _LeftWhileWriting(Exception):
+    """A client's ending signal, raised into a write to a stdout nobody reads any more."""
+
+
 def _is_answer(m: Msg) -> bool:
     return m.kind in ("response", "error")
 
@@ -64,6 +68,8 @@ class _Serve:
         self.buffer: list[Msg] = []  # live client frames not consumed yet
         self.client_eof = False
         self.ended_by: str | None = None  # the signal that ended the session, if one did
+        self.silent = False  # the client has left: nothing more goes to stdout
+        self.writing = False  # in _emit's write (a signal then ends that write)
         # the reader polls stdin and this pipe: the signal wakeup fd writes the signal's number
         # here, so a signal is seen after every byte the client wrote before sending it
         self.wake_r, self.wake_w = os.pipe()
@@ -129,12 +135,21 @@ class _Serve:
             buf = buf[nl + 1:]
 
     def _emit(self, raw: bytes, newline: bool = True) -> None:
+        if self.silent:
+            return  # the client has gone: nobody reads, and a full pipe would block us
         data = raw + (b"\n" if newline else b"")
-        try:
+        try:  # (not a finally: the handler raises while writing is set, never out of here)
+            self.writing = True
             while data:
                 n = os.write(self.out_fd, data)
                 data = data[n:]
+            self.writing = False
+        except _LeftWhileWriting:
+            # the signal's own item follows what the client wrote before it, through the inbox
+            self.writing, self.silent = False, True
+            return
         except (BrokenPipeError, OSError):
+            self.writing = False
             self.stopped = "the client closed its input (our stdout)"
             raise _Stop from None
         self.frames.append(LiveFrame("a2c", time.monotonic_ns(), time.time_ns(), raw, newline))
@@ -156,7 +171,7 @@ class _Serve:
                                          event="client_eof", data={}))
             return
         if item[0] == "signal":
-            self.client_eof, self.ended_by = True, item[1]
+            self.client_eof, self.ended_by, self.silent = True, item[1], True
             self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
                                          event="signal", data={"signal": item[1]}))
             return
@@ -217,7 +232,7 @@ class _Serve:
                     self._check_client_frame(m)
             if eof_at >= len(rec.msgs):
                 self._expect_eof()
-        except _Stop:
+        except (_Stop, _LeftWhileWriting):  # the latter: a second signal, in the first's handling
             pass
         finally:
             try:
@@ -230,8 +245,6 @@ class _Serve:
 
     def _serve_agent_frame(self, m: Msg) -> None:
         self.pos.see(m)
-        if self.ended_by is not None:
-            return  # the client has gone: nobody reads, and a full pipe would block us
         if _is_answer(m) and m.id_key in self.rec.client_requests:
             if m.id_key not in self.id_map:
                 return  # the client never sent that request; already reported
@@ -379,7 +392,7 @@ def serve_session(recording: Recording | str | os.PathLike, *, session_id: str |
     serve = _Serve(rec, opts, stdin_fd if stdin_fd is not None else sys.stdin.fileno(),
                    stdout_fd if stdout_fd is not None else sys.stdout.fileno())
     try:
-        with _signals_end_session(serve.wake_w):
+        with _signals_end_session(serve):
             return serve.run()
     finally:
         os.close(serve.wake_w)  # run() told the reader to stop; it closes its end
@@ -390,17 +403,17 @@ class _signals_end_session:
     wakeup fd, written by the C handler itself) instead of killing us or raising
     KeyboardInterrupt. Only the main thread can set handlers; elsewhere the defaults stay."""
 
-    def __init__(self, wake_w: int):
-        self.wake_w = wake_w
+    def __init__(self, serve: _Serve):
+        self.serve = serve
         self.old: dict[int, Any] = {}
         self.old_wakeup: int | None = None
 
     def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        self.old_wakeup = signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        self.old_wakeup = signal.set_wakeup_fd(self.serve.wake_w, warn_on_full_buffer=False)
         for sig in ENDING_SIGNALS:
-            self.old[sig] = signal.signal(sig, _noted)
+            self.old[sig] = signal.signal(sig, self._noted)
 
     def __exit__(self, *exc: object) -> None:
         for sig, old in self.old.items():
@@ -408,6 +421,9 @@ class _signals_end_session:
         if self.old_wakeup is not None:
             signal.set_wakeup_fd(self.old_wakeup)
 
-
-def _noted(signum: int, frame: object) -> None:
-    """The wakeup fd has the signal already; the handler only keeps the default action away."""
+    def _noted(self, signum: int, frame: object) -> None:
+        """The wakeup fd has the signal already: the handler keeps the default action away, and
+        ends a write the client will never read (blocked on a full pipe, it would wait for the
+        client's SIGKILL)."""
+        if self.serve.writing:
+            raise _LeftWhileWriting(signal.Signals(signum).name)

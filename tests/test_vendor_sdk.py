@@ -315,3 +315,49 @@ def test_only_an_exit_the_client_asked_for_is_not_an_error(tmp_path, client_sign
     p.stderr.close()
     rows = errors_of(db)
     assert rows == ([("exit", status)] if error else []), rows
+
+
+def test_serve_blocked_writing_to_a_client_that_left_still_ends_on_sigterm(tmp_path):
+    """The client stopped reading (a full pipe blocks --serve's write) and sends SIGTERM: the
+    write ends, and the report comes with the verdict, instead of a wait for the SIGKILL the
+    vendor SDK sends 3 s later."""
+    import fcntl
+    import termios
+
+    from tests.harness.proxy import wait_until
+
+    lines = (SAMPLES / "approve_shell.jsonl").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith('{"dir":"a2c"') and '"init-1"' in ln)
+    big = {"jsonrpc": "2.0", "method": "event", "params": {"type": "ContentPart", "payload": {
+        "type": "text", "text": "x" * 1_000_000}}}
+    lines.insert(at + 1, json.dumps({"dir": "a2c", "frame": big}))
+    rec = tmp_path / "big.jsonl"
+    rec.write_text("\n".join(lines) + "\n")
+    report = tmp_path / "report.json"
+    r, w = os.pipe()  # --serve's stdout, never read
+    p = subprocess.Popen([WIRE_REPLAY, str(rec), "--serve", "--frame-timeout", "600",
+                          "--report", str(report)], stdin=subprocess.PIPE, stdout=w,
+                         stderr=subprocess.PIPE)
+    os.close(w)
+    try:
+        init = json.loads(lines[at - 1])["frame"]
+        p.stdin.write(json.dumps(init).encode() + b"\n")
+        p.stdin.flush()
+
+        def blocked() -> bool:  # its main thread waits in the kernel's pipe write
+            with open(f"/proc/{p.pid}/wchan") as f:
+                return "pipe_write" in f.read()
+
+        assert wait_until(blocked, timeout=120)
+        pending = int.from_bytes(fcntl.ioctl(r, termios.FIONREAD, b"\0\0\0\0"), "little")
+        assert pending < 1_000_000  # the big frame is stuck half way
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 1, p.stderr.read().decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(r)
+    got = json.loads(report.read_text())
+    assert got["stopped"] == "client ended the session early (SIGTERM)"
+    assert got["first_divergence"]["message"].startswith(
+        "the client ended the session (SIGTERM) instead of sending request prompt")
