@@ -290,7 +290,7 @@ def _run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[
     if mode is Mode.SERVE:
         from .serve import serve_session
 
-        result = serve_session(rec, options=opts)
+        result = serve_session(rec, options=opts, hold_signals=True)  # until the report is out
         out = sys.stderr
     else:
         run_env = None

@@ -15,6 +15,7 @@ a death: what the client wrote before the signal is still read and checked, then
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import select
@@ -74,6 +75,7 @@ class _Serve:
         # here, so a signal is seen after every byte the client wrote before sending it
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
+        self.reader = threading.Thread(target=self._read, daemon=True)
         self.id_map: dict[bytes, Any] = {}  # recorded client request id -> live id
         self.divs: list[Divergence] = []
         self.frames: list[LiveFrame] = []
@@ -104,7 +106,9 @@ class _Serve:
                     if sig is not None:
                         # what the client wrote before signalling is all in the pipe by now:
                         # it is read and queued before the ending
-                        while select.select([self.in_fd], [], [], 0)[0]:
+                        drain = select.poll()
+                        drain.register(self.in_fd, select.POLLIN)
+                        while drain.poll(0):
                             chunk = os.read(self.in_fd, 65536)
                             if not chunk:
                                 break
@@ -119,7 +123,6 @@ class _Serve:
         except OSError:
             pass
         finally:
-            os.close(self.wake_r)
             if ending is not _QUIET:
                 if buf:
                     self.inbox.put((time.monotonic_ns(), buf, False))
@@ -207,7 +210,7 @@ class _Serve:
         self.t0 = time.monotonic()
         self.t0_ns = time.monotonic_ns()
         self.hard_deadline = self.t0 + self.opts.timeout
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader.start()
         rec = self.rec
         answer_of = {a: r for r, a in rec.answers.items()}  # answer index -> request index
         eof_at = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
@@ -235,10 +238,9 @@ class _Serve:
         except (_Stop, _LeftWhileWriting):  # the latter: a second signal, in the first's handling
             pass
         finally:
-            try:
-                os.write(self.wake_w, bytes([_STOP_READER]))
-            except OSError:
-                pass  # the reader is gone already (EOF, or the client's signal)
+            with contextlib.suppress(BlockingIOError):  # full: it has plenty to wake on
+                os.write(self.wake_w, bytes([_STOP_READER]))  # (if it has not ended already)
+            self.reader.join(5.0)
         self._leftovers()
         return ReplayResult(rec, "serve", [], self.divs, self.stopped, None,
                             time.monotonic() - self.t0, dict(self.stats), self.frames)
@@ -385,17 +387,23 @@ def _short_answer(v: Any) -> str:
 
 def serve_session(recording: Recording | str | os.PathLike, *, session_id: str | None = None,
                   options: ReplayOptions | None = None, stdin_fd: int | None = None,
-                  stdout_fd: int | None = None) -> ReplayResult:
-    """Act as the recorded agent on stdin/stdout until the recorded session is over."""
+                  stdout_fd: int | None = None, hold_signals: bool = False) -> ReplayResult:
+    """Act as the recorded agent on stdin/stdout until the recorded session is over.
+    hold_signals: leave SIGTERM, SIGINT and SIGHUP ignored afterwards (a command that writes its
+    report next: a client may close stdin and then signal, the session being over already)."""
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     serve = _Serve(rec, opts, stdin_fd if stdin_fd is not None else sys.stdin.fileno(),
                    stdout_fd if stdout_fd is not None else sys.stdout.fileno())
     try:
-        with _signals_end_session(serve):
+        with _signals_end_session(serve, hold_signals):
             return serve.run()
     finally:
-        os.close(serve.wake_w)  # run() told the reader to stop; it closes its end
+        # only once the handlers are gone: a signal's byte to a pipe without a reader would
+        # print "Exception ignored ... BrokenPipeError" on stderr
+        os.close(serve.wake_w)
+        if not serve.reader.is_alive():  # (it is not: run() stopped it and waited)
+            os.close(serve.wake_r)
 
 
 class _signals_end_session:
@@ -403,8 +411,8 @@ class _signals_end_session:
     wakeup fd, written by the C handler itself) instead of killing us or raising
     KeyboardInterrupt. Only the main thread can set handlers; elsewhere the defaults stay."""
 
-    def __init__(self, serve: _Serve):
-        self.serve = serve
+    def __init__(self, serve: _Serve, hold: bool):
+        self.serve, self.hold = serve, hold
         self.old: dict[int, Any] = {}
         self.old_wakeup: int | None = None
 
@@ -417,7 +425,7 @@ class _signals_end_session:
 
     def __exit__(self, *exc: object) -> None:
         for sig, old in self.old.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_IGN if self.hold else old)
         if self.old_wakeup is not None:
             signal.set_wakeup_fd(self.old_wakeup)
 

@@ -361,3 +361,24 @@ def test_serve_blocked_writing_to_a_client_that_left_still_ends_on_sigterm(tmp_p
     assert got["stopped"] == "client ended the session early (SIGTERM)"
     assert got["first_divergence"]["message"].startswith(
         "the client ended the session (SIGTERM) instead of sending request prompt")
+
+
+def test_a_signal_after_eof_does_not_cut_the_report_short(tmp_path):
+    """A client that closes stdin and then sends SIGTERM (the session over already, --serve
+    writing its report): the text report still comes, with the verdict as the exit code."""
+    from tests.harness.proxy import wait_until
+
+    lines = (SAMPLES / "approve_shell.jsonl").read_text().splitlines()
+    init = next(json.loads(ln)["frame"] for ln in lines if ln.startswith('{"dir":"c2a"'))
+    report = tmp_path / "report.json"
+    p = subprocess.Popen([WIRE_REPLAY, str(SAMPLES / "approve_shell.jsonl"), "--serve",
+                          "--report", str(report)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(json.dumps(init).encode() + b"\n")
+    p.stdin.close()  # before the prompt: red
+    assert p.stdout.readline().startswith(b'{"jsonrpc":"2.0","id":"init-1"')
+    assert wait_until(report.exists, timeout=120, interval=0.002)  # the session is over
+    p.send_signal(signal.SIGTERM)  # (to the exited process's zombie, if it was that quick)
+    assert p.wait(timeout=60) == 1
+    err = p.stderr.read().decode()
+    assert "the client closed its input instead of sending request prompt" in err, err
