@@ -277,6 +277,10 @@ def _run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[
 
     if output and mode is not Mode.UPDATE:
         raise UsageError("--output only goes with --update")
+    if mode is Mode.SERVE:  # a client's SIGTERM from now on ends the session with a report
+        from .serve import hold_ending_signals
+
+        hold_ending_signals()
     if origin and mode is Mode.SERVE:
         raise UsageError("--origin only goes with an agent under test, not --serve")
     for path in origin:

@@ -89,6 +89,7 @@ class _Serve:
     def _read(self) -> None:
         # raw fd reads after poll: a daemon thread blocked in a buffered readline aborts
         # interpreter exit, and a read never blocks while a signal is waiting on the wake pipe
+        signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)  # the main thread's to take
         buf = b""
         ending: Any = _EOF
         poller = select.poll()
@@ -406,6 +407,12 @@ def serve_session(recording: Recording | str | os.PathLike, *, session_id: str |
             os.close(serve.wake_r)
 
 
+def hold_ending_signals() -> None:
+    """Block SIGTERM, SIGINT and SIGHUP until serve_session takes them as the client's end: one
+    sent while the recording still loads then gets a report too, not a silent death."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+
+
 class _signals_end_session:
     """While serving: SIGTERM, SIGINT and SIGHUP write their number to the wake pipe (Python's
     wakeup fd, written by the C handler itself) instead of killing us or raising
@@ -415,6 +422,7 @@ class _signals_end_session:
         self.serve, self.hold = serve, hold
         self.old: dict[int, Any] = {}
         self.old_wakeup: int | None = None
+        self.old_mask: set | None = None
 
     def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -422,12 +430,16 @@ class _signals_end_session:
         self.old_wakeup = signal.set_wakeup_fd(self.serve.wake_w, warn_on_full_buffer=False)
         for sig in ENDING_SIGNALS:
             self.old[sig] = signal.signal(sig, self._noted)
+        # one held back by hold_ending_signals() is delivered now, to the handler
+        self.old_mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, ENDING_SIGNALS)
 
     def __exit__(self, *exc: object) -> None:
         for sig, old in self.old.items():
             signal.signal(sig, signal.SIG_IGN if self.hold else old)
         if self.old_wakeup is not None:
             signal.set_wakeup_fd(self.old_wakeup)
+        if self.old_mask is not None and not self.hold:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old_mask)
 
     def _noted(self, signum: int, frame: object) -> None:
         """The wakeup fd has the signal already: the handler keeps the default action away, and

@@ -382,3 +382,39 @@ def test_a_signal_after_eof_does_not_cut_the_report_short(tmp_path):
     assert p.wait(timeout=60) == 1
     err = p.stderr.read().decode()
     assert "the client closed its input instead of sending request prompt" in err, err
+
+
+def test_a_sigterm_while_the_recording_loads_still_gets_a_report(tmp_path):
+    """The client gives up at once (the SDK's close() right after spawning): SIGTERM arrives
+    while --serve still loads the recording. It is held back until the session can take it,
+    then ends the session as any client's SIGTERM does: a report, and the verdict."""
+    from tests.harness.proxy import wait_until
+
+    lines = (SAMPLES / "approve_shell.jsonl").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith('{"dir":"a2c"') and '"init-1"' in ln)
+    part = json.dumps({"dir": "a2c", "frame": {"jsonrpc": "2.0", "method": "event", "params": {
+        "type": "ContentPart", "payload": {"type": "text", "text": "x"}}}})
+    lines[at + 1:at + 1] = [part] * 50_000  # a recording that takes a while to load
+    rec = tmp_path / "long.jsonl"
+    rec.write_text("\n".join(lines) + "\n")
+    report = tmp_path / "report.json"
+    p = subprocess.Popen([WIRE_REPLAY, str(rec), "--serve", "--report", str(report)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def held() -> bool:  # SIGTERM blocked and not caught yet: started, the session not yet
+        with open(f"/proc/{p.pid}/status") as f:
+            masks = dict(ln.split(":") for ln in f if ln.startswith(("SigBlk:", "SigCgt:")))
+        bit = 1 << (signal.SIGTERM - 1)
+        return bool(int(masks["SigBlk"], 16) & bit) and not int(masks["SigCgt"], 16) & bit
+
+    try:
+        assert wait_until(held, timeout=120, interval=0.002)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=300) == 1
+    finally:
+        if p.poll() is None:
+            p.kill()
+    got = json.loads(report.read_text())
+    assert got["first_divergence"]["message"].startswith(
+        "the client ended the session (SIGTERM) instead of sending request initialize"), got
+    assert "the client ended the session (SIGTERM)" in p.stderr.read().decode()
