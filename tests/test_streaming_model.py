@@ -7,7 +7,8 @@ A real model cuts a tool call's JSON arguments anywhere, a path too: the pinned 
 recorded work dir on each tool call's assembled arguments and cuts them again as recorded, and
 the comparison reads the arguments as assembled. Cheap checks of both first, then the real
 agent: three sessions (a file read by absolute and by relative path, parallel calls, a write
-then a read) green twice, and red when a file read by absolute path changes."""
+then a read) green twice, and red when a file read by absolute path changes (also where the
+recorded dir, unchanged, is still there)."""
 
 from __future__ import annotations
 
@@ -258,22 +259,25 @@ def streamed(kimi_exe, tmp_path_factory):
         return name, (result, model.requests, str(work))
 
     recorded = dict(parallel(record, list(PROMPTS), workers=2))
-    for name in PROMPTS:  # the runner has none of the recording machine's folders
-        shutil.rmtree(root / f"rec-{name}")
 
     def replay(case: tuple[str, str]):
         name, run = case
         where = root / f"ci-{name}-{run}"
         (where / "home").mkdir(parents=True)
         work = checkout(where / "checkout" / "project")
-        if run == "changed":
+        if run.startswith("changed"):
             (work / "a.txt").write_text("alpha line one, changed\n", encoding="utf-8")
         p = run_cli([dbs / f"{name}.db", "--", kimi_exe, "--wire"], timeout=1200,
                     env={"HOME": str(where / "home")}, cwd=work)
         return case, p
 
+    # on the recording machine first: the recorded dir is there, unchanged, and must not be read
+    runs = dict([replay(("read", "changed_beside_recorded"))])
+    for name in PROMPTS:  # the runner has none of the recording machine's folders
+        shutil.rmtree(root / f"rec-{name}")
     cases = [(n, r) for n in PROMPTS for r in ("green1", "green2")] + [("read", "changed")]
-    return recorded, dict(parallel(replay, cases, workers=2))
+    runs.update(parallel(replay, cases, workers=2))
+    return recorded, runs
 
 
 def _events_of(result, etype: str) -> list[dict]:
@@ -325,8 +329,11 @@ def test_replayed_from_a_moved_copy_with_the_recorded_dir_gone_green_twice(strea
         assert "MATCHES" in out and "does not exist" not in out, out[-3000:]
 
 
-def test_a_changed_file_read_by_absolute_path_makes_it_red(streamed):
-    p = streamed[1][("read", "changed")]
+@pytest.mark.parametrize("run", ["changed", "changed_beside_recorded"])
+def test_a_changed_file_read_by_absolute_path_makes_it_red(streamed, run):
+    """On a runner, and on the recording machine where the recorded dir (unchanged) is still
+    there: the agent reads the copy it runs in."""
+    p = streamed[1][("read", run)]
     out = p.stdout.decode()
     assert p.returncode == 1, (out[-3000:], p.stderr.decode()[-2000:])
     assert "first divergence: turn 1, step 1: expected ToolResult call-abs" in out, out[-3000:]
