@@ -150,9 +150,6 @@ class PathMap:
             self.text = (re.compile(re.escape(old) + r"(?=/|$|[^\w.\-])"),
                          os.path.normpath(os.path.abspath(str(live))))
 
-    def args(self, s: str | None) -> str | None:
-        return self.pieces([s])[0]
-
     def pieces(self, pieces: Sequence[str | None]) -> list[str | None]:
         """One tool call's arguments as the model streamed them (the call's own, then its
         parts), mapped as a whole: a real model cuts a path anywhere, so the recorded work dir
