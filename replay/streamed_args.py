@@ -13,7 +13,6 @@ calls whose pieces normalise alike either way are left as they are.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -85,21 +84,20 @@ def join_tool_arguments(items: list[Item], normalizer: Normalizer) -> None:
         raw, done = [], []
         for it in group:
             etype, _, payload = _inner(it.msg.obj)
-            r = _piece(str(etype), payload)
-            _, _, normed = _inner(it.norm)
-            if not (r is None or isinstance(r, str)):
+            r, d = _piece(str(etype), payload), _piece(str(etype), _inner(it.norm)[2])
+            if not (r is None or isinstance(r, str)) or not (d is None or isinstance(d, str)):
                 break  # a shape the agent did not send: compared frame by frame
-            alone = _text(normalizer, r or "")
-            if _piece(str(etype), normed) != (alone if r is not None else None):
-                break  # an ignore rule took the piece: it stays as the rule left it
             raw.append(r or "")
-            done.append(alone)
+            done.append(d or "")
         else:
+            # one pass over the whole text: most calls (nothing cut in two) stop here
             joined = _text(normalizer, "".join(raw))
             if not isinstance(joined, str) or joined == "".join(done):
                 continue
+            if any(d != _text(normalizer, r) for r, d in zip(raw, done, strict=True)):
+                continue  # an ignore rule took a piece: it stays as the rule left it
             for it in group:
-                norm = copy.deepcopy(it.norm)  # the normalised value may be shared
+                norm = orjson.loads(orjson.dumps(it.norm))  # a copy: the value may be shared
                 etype, _, payload = _inner(norm)
                 if etype == "ToolCall":
                     if isinstance(payload.get("function"), dict):
