@@ -133,6 +133,33 @@ def test_a_path_cut_differently_on_each_side_compares_equal_and_a_changed_one_do
     assert plain[2].norm["params"]["payload"]["arguments_part"] == '{"command": '
 
 
+def test_a_subagents_tool_call_is_assembled_apart_from_its_parents():
+    """Parts are joined per agent: a subagent's ToolCall between its parent's call and the
+    parent's parts does not take them."""
+    def wrapped(raw: bytes) -> bytes:
+        event = json.loads(raw)["params"]
+        return json.dumps({"jsonrpc": "2.0", "method": "event", "params": {
+            "type": "SubagentEvent", "payload": {"agent_id": "a1", "event": event}}}).encode()
+
+    def stream(root: list[str], sub: list[str], workdir: str) -> list:
+        r, s = _events(root), _events(sub)
+        msgs = [r[0], r[1], parse_msg(wrapped(s[1].raw), "a2c"), r[2],
+                parse_msg(wrapped(s[2].raw), "a2c"), r[3], parse_msg(wrapped(s[3].raw), "a2c")]
+        norm = Normalizer(values=environment_values(["kimi", "--wire"], workdir))
+        return make_items(msgs, norm, set())
+
+    rec = stream(['{"path": "/home/ci/bu', 'ild/project/a.txt"}'],
+                 ['{"path": "/home/ci/build/pr', 'oject/b.txt"}'], REC)
+    live = stream(['{"path": "/runner/_work/ch', 'eckout/proj/a.txt"}'],
+                  ['{"path": "/runner/_w', 'ork/checkout/proj/b.txt"}'], LIVE)
+    assert diff_streams(rec, live) == []
+    sub_call = rec[2].norm["params"]["payload"]["event"]["payload"]
+    assert sub_call["function"]["arguments"] == '{"path": "<path>/b.txt"}'
+    swapped = stream(['{"path": "/runner/_work/ch', 'eckout/proj/b.txt"}'],
+                     ['{"path": "/runner/_w', 'ork/checkout/proj/a.txt"}'], LIVE)
+    assert len(diff_streams(rec, swapped)) == 2
+
+
 # -- the streaming model ----------------------------------------------------------------------
 
 
