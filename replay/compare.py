@@ -18,6 +18,7 @@ from typing import Any
 from .labels import describe, field_diff, inner_event
 from .normalize import Normalizer, canonical
 from .recording import Msg
+from .streamed_args import join_tool_arguments
 
 
 @dataclass
@@ -145,6 +146,8 @@ def make_items(msgs: Iterable[Msg], normalizer: Normalizer, anchor_ids: set[byte
         out.append(Item(m, hit[0], hit[1], pos.see(m), anchor,
                         m.kind == "notification" and m.msg_type in m.adapter.ordered_types,
                         seg, m.index in optional))
+    # a tool call's arguments are compared as assembled (a path cut across its streamed parts)
+    join_tool_arguments(out, normalizer)
     return out
 
 

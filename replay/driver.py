@@ -339,7 +339,9 @@ class _AgentReplay:
         self.rec_norm = Normalizer(rules, rec_values, self.adapter)
         # recorded answers are re-served into the live run, so the recorded paths in them can come
         # back in live frames (an MCP server echoing the roots it was given)
-        live_values = environment_values(argv, cwd, dict(env) if env else None, self.adapter)
+        # the agent runs where the replay runs when no dir is given: that dir is masked too
+        live_values = environment_values(argv, cwd or os.getcwd(), dict(env) if env else None,
+                                         self.adapter)
         self.live_norm = Normalizer(rules, sorted(set(live_values + rec_values),
                                                   key=lambda x: -len(x[0])), self.adapter)
         self.book = RequestBook(parse_match_on(opts.match_on, self.adapter.default_match_on))

@@ -150,16 +150,85 @@ class PathMap:
             self.text = (re.compile(re.escape(old) + r"(?=/|$|[^\w.\-])"),
                          os.path.normpath(os.path.abspath(str(live))))
 
-    def args(self, s: str | None) -> str | None:
-        if s is None or not self.json.old:
-            return s
-        return self.json(s.encode("utf-8")).decode("utf-8")
+    def pieces(self, pieces: Sequence[str | None]) -> list[str | None]:
+        """One tool call's arguments as the model streamed them (the call's own, then its
+        parts), mapped as a whole: a real model cuts a path anywhere, so the recorded work dir
+        is looked for in the assembled arguments, and the result is cut again into as many
+        pieces. A boundary keeps its place in the text around it; one that fell inside the
+        recorded work dir falls inside the live one (as far in, at most one short of its end),
+        so the agent sees the path split as the recording shows it; no piece that had text
+        loses it."""
+        if not self.json.old:
+            return list(pieces)
+        whole = "".join(p or "" for p in pieces)
+        old, new = self.json.old.decode("utf-8"), self.json.new.decode("utf-8")
+        # as WorkDirRewrite: the dir itself (a JSON string's end) or a path under it
+        starts = [m.start() for m in re.finditer(re.escape(old) + r'(?=["/])', whole)]
+        if not starts:
+            return list(pieces)
+        out, last = [], 0
+        for s in starts:
+            out += [whole[last:s], new]
+            last = s + len(old)
+        mapped = "".join(out) + whole[last:]
+
+        def moved(k: int) -> int:
+            shift = 0
+            for s in starts:
+                if k <= s:
+                    break
+                if k < s + len(old):
+                    return s + shift + max(1, min(k - s, len(new) - 1))
+                shift += len(new) - len(old)
+            return k + shift
+
+        sizes = [len(p or "") for p in pieces]
+        bounds = [0]
+        for size in sizes:
+            bounds.append(bounds[-1] + size)
+        cuts = [0] + [moved(b) for b in bounds[1:-1]] + [len(mapped)]
+        for i in range(1, len(cuts)):  # a piece that had text keeps some
+            cuts[i] = max(cuts[i], cuts[i - 1] + (sizes[i - 1] > 0))
+        for i in range(len(cuts) - 2, 0, -1):
+            cuts[i] = min(cuts[i], cuts[i + 1] - (sizes[i] > 0))
+        return [None if p is None and cuts[i] == cuts[i + 1] else mapped[cuts[i]:cuts[i + 1]]
+                for i, p in enumerate(pieces)]
 
     def plain(self, s: str) -> str:
         if self.text is None:
             return s
         pattern, new = self.text
         return pattern.sub(lambda _m: new, s)
+
+
+def mapped_args(parts: Sequence[Mapping[str, Any]], paths: PathMap) -> dict[int, Any]:
+    """The arguments of each tool call and tool-call part of one answer (by the part's index),
+    mapped per tool call: a call and the parts after it, up to the next call, as one text."""
+    out: dict[int, Any] = {}
+    group: list[int] = []
+
+    def arg(i: int) -> Any:
+        p = parts[i]
+        return p.get("arguments" if p.get("type") == "tool_call" else "arguments_part")
+
+    def flush() -> None:
+        values = [arg(i) for i in group]
+        if all(v is None or isinstance(v, str) for v in values):
+            values = paths.pieces(values)
+        out.update(zip(group, values, strict=True))
+        group.clear()
+
+    for i, p in enumerate(parts):
+        if p.get("type") == "tool_call":
+            flush()
+            group.append(i)
+        elif p.get("type") == "tool_call_part":
+            if not group:  # a part before any call: a recording the answer refuses anyway
+                out[i] = arg(i)
+                continue
+            group.append(i)
+    flush()
+    return out
 
 
 def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
@@ -179,7 +248,9 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
     if isinstance(usage, dict):
         lines.append("usage: " + _json({k: int(usage.get(k) or 0) for k in (
             "input_other", "output", "input_cache_read", "input_cache_creation")}))
-    for p in call.get("parts") or []:
+    parts = call.get("parts") or []
+    args = mapped_args(parts, paths)
+    for n, p in enumerate(parts):
         ptype = p.get("type")
         if ptype in ("text", "think"):
             value = _text_of(rec, call, p)
@@ -189,13 +260,12 @@ def script_for(rec: Recording, call: Mapping[str, Any], paths: PathMap) -> str:
             if not isinstance(p.get("id"), str) or not isinstance(p.get("name"), str):
                 raise _cannot(rec, call, "a tool call without its id or name", p)
             body: dict[str, Any] = {"id": p["id"], "name": p["name"],
-                                    "arguments": paths.args(p.get("arguments"))}
+                                    "arguments": args[n]}
             if p.get("extras") is not None:
                 body["extras"] = p["extras"]
             lines.append("tool_call: " + _json(body))
         elif ptype == "tool_call_part":
-            lines.append("tool_call_part: " + _json(
-                {"arguments_part": paths.args(p.get("arguments_part"))}))
+            lines.append("tool_call_part: " + _json({"arguments_part": args[n]}))
         elif ptype in ("image_url", "audio_url", "video_url"):
             lines.append(f"{ptype}: " + _json({"url": p.get("url"), "id": p.get("id")}))
         else:
@@ -313,7 +383,9 @@ def _stream(rec: Recording, call: Mapping[str, Any], paths: PathMap,
             with_usage: bool = True) -> dict[str, Any]:
     chunks: list[dict[str, Any]] = []
     index = -1
-    for p in call.get("parts") or []:
+    parts = call.get("parts") or []
+    args = mapped_args(parts, paths)
+    for n, p in enumerate(parts):
         ptype = p.get("type")
         if ptype in ("text", "think"):
             value = _text_of(rec, call, p)
@@ -331,14 +403,14 @@ def _stream(rec: Recording, call: Mapping[str, Any], paths: PathMap,
             index += 1
             chunks.append(_delta(call, {"tool_calls": [{
                 "index": index, "id": p["id"], "type": "function",
-                "function": {"name": p["name"], "arguments": paths.args(p.get("arguments"))}}]}))
+                "function": {"name": p["name"], "arguments": args[n]}}]}))
         elif ptype == "tool_call_part":
             part = p.get("arguments_part")
             if not isinstance(part, str) or not part or index < 0:
                 raise _cannot(rec, call, "a tool call's argument part kimi's provider would "
                                          "drop", p)
             chunks.append(_delta(call, {"tool_calls": [{
-                "index": index, "function": {"arguments": paths.args(part)}}]}))
+                "index": index, "function": {"arguments": args[n]}}]}))
         else:
             raise _cannot(rec, call, f"a part of type {ptype!r} the served model cannot say", p)
     stand_in = _stand_in(call)

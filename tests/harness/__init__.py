@@ -5,6 +5,8 @@ never runs, kept out of the installed packages.
                        PeerMissing, and `need()`: skip a test when a peer is missing, fail on CI
     kimi_peer.py       a scratch HOME/config/scripts for one offline `kimi` run, and the
                        `_scripted_echo` script language
+    model_server.py    a model that streams like a real OpenAI-compatible provider, for kimi's
+                       `openai_legacy` provider type (the alternative to `_scripted_echo`)
     scripted_client.py a scripted Wire client over pipes
     wire.py acp.py mcp.py   scenario types, runners and generic checks per protocol (the named
                        scenarios themselves are data in sample_sessions/)

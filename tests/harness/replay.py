@@ -102,13 +102,15 @@ def scripts_with(name: str, old: str, new: str) -> list[str]:
 
 
 def run_cli(args: Sequence[str | os.PathLike], timeout: float = 120, env: dict | None = None,
-            input: bytes | None = None) -> subprocess.CompletedProcess:
-    """Run wire-replay; the test fails on a hang (timeout) rather than hanging itself."""
+            input: bytes | None = None,
+            cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
+    """Run wire-replay (in `cwd`); the test fails on a hang (timeout) rather than hanging
+    itself."""
     e = dict(os.environ)
     if env:
         e.update(env)
     return subprocess.run([WIRE_REPLAY, *map(str, args)], capture_output=True, timeout=timeout,
-                          env=e, input=input if input is not None else b"")
+                          env=e, input=input if input is not None else b"", cwd=cwd)
 
 
 def cli_json(args: Sequence[str], **kw) -> tuple[int, dict]:
