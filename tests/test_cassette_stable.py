@@ -220,3 +220,49 @@ def test_which_request_ids_are_minted(value, aliased):
     from wire_recorder.recorder.minted import minted
 
     assert minted(value) is aliased
+
+
+PLUGIN_TEST = """
+import os, tiny_wire_client
+
+def test_hello(wire_agent):
+    said = tiny_wire_client.run(wire_agent)
+    assert "hello" in said
+"""
+
+
+def test_the_pytest_plugin_records_the_same_cassette_twice(kimi_exe, tmp_path):
+    """The plugin's recording of a client under test, in front of the real kimi working in the
+    plain folder (a project's) that holds the cassettes: recorded, then recorded again
+    (`rewrite`), the same bytes (before: the second header's manifest listed the first
+    cassette)."""
+    from sample_sessions.scenarios import SCENARIOS
+
+    run = KimiRun.create(SCENARIOS["approve_shell"].scripts, kimi=kimi_exe, tmp_root=tmp_path)
+    try:
+        proj = tmp_path / "proj"
+        proj.mkdir()
+        (proj / "tiny_wire_client.py").write_text(
+            (ROOT / "tests" / "data" / "tiny_wire_client.py").read_text())
+        (proj / "test_client.py").write_text(PLUGIN_TEST)
+        agent = f"{kimi_exe} --config-file {run.config_path} --wire -w {proj}"
+        cassette = proj / "cassettes" / "test_client" / "test_hello.jsonl"
+        got = []
+        for n, mode in enumerate(("once", "rewrite")):
+            run.write_scripts(SCENARIOS["approve_shell"].scripts)
+            p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                "-p", "no:xdist", "-o", "pythonpath=.", "-o",
+                                f"wire_agent_command={agent}", f"--wire-record-mode={mode}",
+                                f"--basetemp={tmp_path / f'bt{n}'}", "test_client.py"],
+                               cwd=proj, env=run.env(), capture_output=True, timeout=600)
+            assert p.returncode == 0, p.stdout.decode()[-3000:]
+            got.append(cassette.read_bytes())
+            assert stat.S_IMODE(cassette.stat().st_mode) == 0o600
+        assert got[0] == got[1], "".join(difflib.unified_diff(
+            got[0].decode().replace(",", ",\n").splitlines(True),
+            got[1].decode().replace(",", ",\n").splitlines(True), n=1))
+        head = orjson.loads(got[0].split(b"\n", 1)[0])
+        assert sorted(e["path"] for e in head["workdir"]["entries"]) == \
+            ["test_client.py", "tiny_wire_client.py"]
+    finally:
+        run.cleanup()
