@@ -193,19 +193,11 @@ class Own:
         """(files, folders) of this under root, as paths relative to it (both spellings of
         root: as given and resolved)."""
         bases = {os.path.abspath(root), os.path.realpath(root)}
-        files: set[str] = set()
-        dirs: list[str] = []
-        for group, out in ((self.files, files), (self.dirs, dirs)):
-            for p in group:
-                for cand in {p, os.path.realpath(p)}:
-                    for b in bases:
-                        if cand.startswith(b + "/"):
-                            rel = cand[len(b) + 1:]
-                            if isinstance(out, set):
-                                out.add(rel)
-                            else:
-                                out.append(rel)
-        return files, dirs
+
+        def inside(paths: frozenset[str]) -> set[str]:
+            return {cand[len(b) + 1:] for p in paths for cand in (p, os.path.realpath(p))
+                    for b in bases if cand.startswith(b + "/")}
+        return inside(self.files), sorted(inside(self.dirs))
 
 
 def _under(rel: str, dirs: Sequence[str] | set[str]) -> bool:
@@ -395,7 +387,8 @@ def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
         if not _utf8(rel) or not safe_relpath(rel):
             skipped["name"] += 1
             continue
-        if rel in own_files or _named_after(rel, own_files):
+        if rel in own_files or _named_after(rel, own_files) or \
+                rel.rpartition("/")[2].startswith(_TEMP_PREFIXES):
             own_files.add(rel)
             continue
         # what the row will hold (a hash, a size, a mode): the bound on what is stored

@@ -171,6 +171,7 @@ def test_the_manifest_leaves_out_what_the_recording_and_the_run_make(tmp_path):
     (w / "x.db.s1.spool").write_bytes(b"WIRESPOOL2\n....")
     (w / "cassette.jsonl").write_bytes(b'{"wire_transcript":2,"session":{}}\n')
     (w / "notes.jsonl").write_bytes(b'{"a":1}\n')  # JSON lines that are not a transcript: kept
+    (w / ".wire-replay-x1y2").write_bytes(b'{"wire_tr')  # --update's file, half written
     (w / "out").symlink_to("/etc")  # outside: the link text as written
     (w / "in").symlink_to(w / "home" / ".." / "keep.txt")  # inside, lexically: relative
     own = Own.of_session({"db": str(w / "now.db")}, env={"HOME": str(w / "home")})
