@@ -416,8 +416,10 @@ def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
             skipped["special"] += int(not stat.S_ISDIR(st.st_mode))  # a dir: a git submodule
             continue
         unreadable: OSError | None = None
+        over_budget = hashed + st.st_size > limits.max_hash_bytes
+        whole = st.st_size <= limits.file_max and not over_budget  # else only its first bytes
         try:
-            data = _read_regular(full, st, None) if st.st_size <= limits.file_max else None
+            data = _read_regular(full, st, None) if whole else None
         except OSError as err:
             data, unreadable = None, err
         if _is_own(data[:32] if data is not None else _head(full, st)):
@@ -426,7 +428,7 @@ def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
         text += cost
         e = Entry(rel, "file", st.st_size, mode=stat.S_IMODE(st.st_mode))
         m.entries.append(e)
-        if hashed + st.st_size > limits.max_hash_bytes:
+        if over_budget:
             e.note = f"not hashed: over the {limits.max_hash_bytes // _MiB} MiB hashing budget"
             unhashed += 1
             m.cut = True
@@ -435,7 +437,7 @@ def take_manifest(root: str, redactor: Any = None, snapshot: bool = False,
             e.note = f"unreadable: {unreadable.strerror}"
             continue
         try:
-            if data is None and st.st_size <= limits.file_max:
+            if data is None and whole:
                 e.note = "changed while read"
                 continue
             e.sha256 = hashlib.sha256(data).hexdigest() if data is not None else \
