@@ -809,8 +809,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
                     break
                 continue
             ing.flush()
-            if workdir is not None and workdir.ready():
-                workdir.save(handle.write, wait=False)
+            if workdir is not None and workdir.ready() and handle.store is not None:
+                workdir.save(handle.write, wait=False)  # (a DB let go of stays free for readers)
             if not follow:
                 end_reason = "recovered"
                 break
