@@ -589,12 +589,17 @@ class Taking:
                 _not_stored(self.sid, self.error)
             return
         m = self.manifest
+        # at the end, a reader holding the DB a moment is waited out (within a bound)
+        give_up = time.monotonic() + (2 * self.limits.max_seconds if wait else 0.0)
         try:
-            if write(lambda store: save_manifest(store, self.sid, m)):
-                self.done = True
-            elif wait:
-                self.done = True
-                _not_stored(self.sid, "the DB was in use or full")
+            while not write(lambda store: save_manifest(store, self.sid, m)):
+                if time.monotonic() >= give_up:
+                    if wait:
+                        self.done = True
+                        _not_stored(self.sid, "the DB stayed in use or full")
+                    return
+                time.sleep(0.1)
+            self.done = True
         except Exception as e:  # noqa: BLE001 - the session's frames matter more
             self.done = True
             _not_stored(self.sid, e)
