@@ -35,9 +35,14 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     frames: list[Frame] = []
     classify = Classifier(rec.session.get("protocol") or None)
     ordered = sorted(result.frames, key=lambda f: f.mono_ns)  # stamped by several threads
+    given = result.command or result.argv
     for lf in ordered:
         if lf.direction == "proxy":
             data = lf.data or {}
+            if lf.event == "spawn" and given and "argv" in data:
+                # the command as given, as in the session's: the set-up around it (a pinned
+                # LLM's scratch config, a new temp folder on every run) is not the recording's
+                data = dict(data, argv=list(given))
             ex = Extracted("lifecycle", method=lf.event, payload=orjson.dumps(data).decode())
             raw = orjson.dumps(dict(data, event=lf.event))
         elif lf.direction == "stderr":

@@ -267,3 +267,21 @@ def test_the_pytest_plugin_records_the_same_cassette_twice(kimi_exe, tmp_path):
             ["test_client.py", "tiny_wire_client.py"]
     finally:
         run.cleanup()
+
+
+def test_update_writes_the_command_as_given_in_the_spawn_event(kimi_exe, tmp_path):
+    """`--update -o` with the LLM pinned: the spawn event holds the command as given, not the
+    pinned LLM's scratch config (a new temp folder on every run); the file is 0600."""
+    from tests.harness.replay import SAMPLES, Agent, run_cli
+
+    out = tmp_path / "updated.jsonl"
+    with Agent("approve_shell", tmp_root=tmp_path) as agent:
+        p = run_cli([SAMPLES / "approve_shell.jsonl", "--frame-timeout", "120", "--update", "-o",
+                     out, *agent.cli_args()], timeout=600)
+    assert p.returncode == 0, p.stdout.decode()[-2000:] + p.stderr.decode()[-2000:]
+    data = out.read_bytes()
+    head = orjson.loads(data.split(b"\n", 1)[0])
+    spawn = next(orjson.loads(x) for x in data.split(b"\n")[1:] if b'"event":"spawn"' in x)
+    assert b"wire-replay-llm" not in data
+    assert spawn["data"]["argv"] == head["session"]["command"]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
