@@ -49,7 +49,7 @@ from .store import (
     open_store,
     remove_dead_copies,
 )
-from .workdir import store_workdir
+from .workdir import Taking
 
 BATCH_ROWS = 10_000
 # large frames: a batch of 10k x 2 MB would need 20 GB (8 MiB: the loader's peak with 2 MiB frames
@@ -790,8 +790,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         for note in ing.redactor.notes:
             _say(f"session {sid}: {note}")
         first.upsert_session(ing.session_values(None))
-        if not ing.skip_until:  # a resumed load (recover) has stored it already
-            store_workdir(first, meta, ing.redactor)
+        # in a thread, stored once taken: a resumed load (recover) has stored it already
+        workdir = None if ing.skip_until else Taking(meta, ing.redactor, spool_path)
         stop = {"flag": False}
         if follow:
             signal.signal(signal.SIGTERM, lambda *_: stop.update(flag=True))
@@ -809,6 +809,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
                     break
                 continue
             ing.flush()
+            if workdir is not None and workdir.ready() and handle.store is not None:
+                workdir.save(handle.write, wait=False)  # (a DB let go of stays free for readers)
             if not follow:
                 end_reason = "recovered"
                 break
@@ -828,6 +830,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             # (an exit the proxy saw but could not write the end of: a full disk)
             end_reason = "agent_exit"
         torn = reader.torn_bytes + reader.skipped_bytes
+        if workdir is not None:
+            workdir.save(handle.write)
         if not ing.finish(end_reason, counters):
             raise UserError(f"{db} stayed locked by another process or the disk stayed full "
                             f"for {FINISH_WAIT_S:.0f} s")

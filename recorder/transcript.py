@@ -16,12 +16,15 @@ so what varies from run to run is written in a normalised form and its real valu
   of a transcript is its file name);
 - ids that are UUIDs, 32-digit hex strings, or whole JSON strings of 12 to 40 hex digits with a
   letter (request, tool-call, session, hook ids): `${uuid1}`, `${hex1}`, ... numbered in order
-  of first appearance; MCP 2026 `requestState` tokens: `${token1}`, ...; redaction
+  of first appearance; other string request ids of a minted shape (recorder/minted.py: a clock
+  or a random token in them, such as the vendor Node SDK's `N_<epoch ms>`): `${id1}`, ... as
+  whole JSON strings; MCP 2026 `requestState` tokens: `${token1}`, ...; redaction
   placeholders, keyed per recording: renumbered in place (`REDACTED:000000000001`, ...);
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
   writer's working directory) `${checkout}`;
-- the spawn event's pid: left out; the exit event: `{"code": N}` or `{"signal": NAME}`;
+- process ids in the proxy's events (spawn's `pid`, a signal's `forwarded_to`): left out; the
+  exit event: `{"code": N}` or `{"signal": NAME}`;
 - order and chunking: the agent's stderr races with its stdout and is read in chunks that vary;
   it is written a line per frame, in one block before the agent's exit. The end-of-stream events
   of the two pipes race with each other and are left out. Kimi's Wire StatusUpdate races with
@@ -41,7 +44,8 @@ The header may hold `"workdir"`: the manifest of the agent's work dir at session
 (recorder/workdir.py): its summary (`source`, `files`, `bytes`, `snapshot`, `cut`, `notes`, ...)
 and `"entries"`, one object per file (`path`, `size`, `sha256`, `mode`, `kind`/`link` for a
 symlink, `note`, and with a snapshot its bytes as `text`, or `b64` when they are not UTF-8;
-redaction placeholders in them numbered like the frames'). The dir itself is not written: it is
+redaction placeholders in them numbered like the frames'; a target outside the work dir with
+the path placeholders). The dir itself is not written: it is
 the one the session's command names. Older transcripts have none; the reader checks only its
 shape, and whoever writes files from it checks every path (replay/workdir.py).
 """
@@ -63,6 +67,7 @@ import orjson
 from . import protocols
 from .classify import Classifier, Extracted
 from .errors import TranscriptError, UserError
+from .minted import minted
 from .model import SESSION_COLUMNS, Frame, command_argv, frame_row
 from .store import Store, open_store
 from .workdir import (
@@ -99,7 +104,8 @@ _REDACTED_RE = re.compile(rb"(?<=REDACTED:)[0-9a-f]{12}(?![0-9a-f])")
 # opaque tokens a peer hands out and gets back, new on every run (MCP 2026 requestState)
 _TOKEN_RE = re.compile(rb'(?<="requestState":")[^"\\]+(?=")')
 _PLACEHOLDER_RE = re.compile(
-    rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|token[0-9]+|scratch|workdir|home|checkout)\}")
+    rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|token[0-9]+|id[0-9]+|scratch|workdir|home|"
+    rb"checkout)\}")
 _PATH_NAMES = ("scratch", "workdir", "home", "checkout")
 
 
@@ -158,9 +164,37 @@ class Aliases:
     def __init__(self, cwd: str | None = None, command: Iterable[str] = (),
                  home: str | None = None, checkout: str | None = None):
         self.ids: dict[bytes, bytes] = {}
-        self.counts = {"uuid": 0, "hex": 0, "token": 0, "redacted": 0}
+        self.counts = {"uuid": 0, "hex": 0, "token": 0, "redacted": 0, "id": 0}
         self.paths: list[tuple[re.Pattern[bytes], bytes]] = []
         self.set_paths(cwd, command, home, checkout)
+        self.minted: set[bytes] = set()  # request ids of a minted shape, as JSON strings
+        self._minted_rx: re.Pattern[bytes] | None = None
+
+    def add_minted(self, frames: Iterable[Frame]) -> None:
+        """The string request ids of these frames that have a minted shape (recorder/minted.py:
+        the vendor SDK's `N_<epoch ms>`, random tokens): aliased `${id1}`, ... wherever they
+        appear as a whole JSON string."""
+        new = {orjson.dumps(f.rpc_id) for f in frames
+               if f.direction in ("c2a", "a2c") and minted(f.rpc_id)} - self.minted
+        if new:
+            self.minted |= new
+            alts = sorted(self.minted, key=lambda v: (-len(v), v))
+            self._minted_rx = re.compile(b"|".join(re.escape(v) for v in alts))
+
+    def _minted_id(self, m: re.Match[bytes]) -> bytes:
+        v = m.group(0)
+        alias = self.ids.get(v)
+        if alias is None:
+            self.counts["id"] += 1
+            alias = self.ids[v] = b'"${id%d}"' % self.counts["id"]
+        return alias
+
+    def path_text(self, text: str) -> str:
+        """`text` with the path placeholders only (a symlink's target in the header)."""
+        raw = text.encode("utf-8", "surrogatepass")
+        for rx, ph in self.paths:
+            raw = rx.sub(ph, raw)
+        return raw.decode("utf-8", "surrogatepass")
 
     def set_paths(self, cwd: str | None, command: Iterable[str] = (), home: str | None = None,
                   checkout: str | None = None) -> None:
@@ -208,7 +242,10 @@ class Aliases:
         raw = _TOKEN_RE.sub(lambda m: self._id("token", m), raw)
         raw = _REDACTED_RE.sub(self._redacted, raw)
         raw = _UUID_RE.sub(lambda m: self._id("uuid", m), raw)
-        return _HEX_RE.sub(lambda m: self._id("hex", m), raw)
+        raw = _HEX_RE.sub(lambda m: self._id("hex", m), raw)
+        if self._minted_rx is not None:  # after the UUIDs: a UUID id keeps its ${uuidN}
+            raw = self._minted_rx.sub(self._minted_id, raw)
+        return raw
 
 
 def _expand(raw: bytes, paths: dict[str, str]) -> bytes:
@@ -218,6 +255,8 @@ def _expand(raw: bytes, paths: dict[str, str]) -> bytes:
             return b"00000000-0000-4000-8000-%012x" % int(name[4:])
         if name.startswith("token"):
             return b"wire-recorder-token-%d" % int(name[5:])
+        if name.startswith("id"):  # a minted shape again (a clock-like run): --update aliases it
+            return b"wire-recorder-id-%010d" % int(name[2:])
         if name.startswith("hex"):
             n, _, width = name[3:].partition("_")
             if not width:
@@ -261,7 +300,8 @@ def session_header(session: dict, aliases: Aliases | None = None,
             # placeholders numbered like the frames' (their key differs every recording)
             return data if al is None else _REDACTED_RE.sub(al._redacted, data)
 
-        head += b',"workdir":' + orjson.dumps(to_header(workdir, content))
+        link = (lambda t: t) if al is None else al.path_text
+        head += b',"workdir":' + orjson.dumps(to_header(workdir, content, link))
     return head + b"}"
 
 
@@ -281,9 +321,10 @@ def frame_line(f: Frame, aliases: Aliases, wait_ms: int | None = None) -> bytes:
     wait = b'' if wait_ms is None else b',"wait_ms":%d' % wait_ms
     if f.direction == "proxy":
         data = orjson.loads(f.payload) if f.payload else {}
-        if f.method == "spawn" and isinstance(data, dict):
-            data.pop("pid", None)
-        elif f.method == "exit" and isinstance(data, dict):
+        if isinstance(data, dict):
+            for k in _PID_KEYS:
+                data.pop(k, None)
+        if f.method == "exit" and isinstance(data, dict):
             data = _exit_data(data)
         return b'{"dir":"proxy","event":' + orjson.dumps(f.method) + b',"data":' + \
             aliases(orjson.dumps(data)) + b'}'
@@ -300,6 +341,10 @@ def frame_line(f: Frame, aliases: Aliases, wait_ms: int | None = None) -> bytes:
         body = b',"b64":"' + base64.b64encode(raw) + b'"'
     return head + body + nl + wait + mark + b'}'
 
+
+# process ids in the proxy's events (spawn's pid, the agent a signal was forwarded to): new
+# on every run, and no use to a replay
+_PID_KEYS = ("pid", "forwarded_to")
 
 # the ends of the agent's two pipes: no data, an order that races, and not recorded by a replay
 _LEFT_OUT_EVENTS = frozenset({"agent_stderr_eof", "agent_stdout_eof"})
@@ -380,6 +425,7 @@ def encode_session(session: dict, frames: list[Frame], aliases: Aliases | None =
     aliases.set_paths(cwd if isinstance(cwd, str) else None,
                       command_argv(session.get("command")) or ())
     racy = _adapter_racy(session.get("protocol"))
+    aliases.add_minted(frames)
     out = [session_header(session, aliases, workdir)]
     last_agent: int | None = None
     for f in _review_order(list(frames), session.get("protocol")):
@@ -406,6 +452,29 @@ def write_session(session: dict, frames: list[Frame], out: IO[bytes],
     frames = list(frames)
     out.write(encode_session(session, frames, aliases, workdir))
     return len(frames)
+
+
+def write_cassette(path: str, data: bytes) -> bool:
+    """Put `data` at `path` as a transcript only its owner reads (0600, also over a file that
+    was 0644: it holds what the recording holds), whole or not at all (a file beside it renamed
+    over it). False when the file already held those bytes (then untouched)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=".wire-replay-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
 
 
 def export_transcript(db: str, out_path: str, session_id: str | None = None) -> int:
@@ -548,6 +617,12 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
             summary, entries = from_header(head["workdir"])
         except BadHeader as e:
             raise TranscriptError(f"{_where(path, first + 1)}: {e}") from None
+        if version >= 2:  # a target outside the work dir may name HOME or the checkout
+            for entry in entries:
+                link = entry.link
+                if link is not None and "${" in link:
+                    entry.link = _expand(link.encode("utf-8", "surrogatepass"), paths) \
+                        .decode("utf-8", "surrogatepass")
         # not written: it is where the session's command worked (a replay's too, --update)
         cwd = session.get("cwd")
         session["workdir"] = agent_workdir(command_argv(session.get("command")), cwd) \

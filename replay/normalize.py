@@ -30,6 +30,7 @@ import orjson
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UsageError
+from wire_recorder.recorder.minted import EPOCH_ID_PATTERN
 from wire_recorder.recorder.protocols.base import Adapter
 from wire_recorder.recorder.redact import PLACEHOLDER_RE, Redactor
 
@@ -88,6 +89,9 @@ VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
     ("timestamp", rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", b"<time>"),
     # placeholders differ per recording (a per-recording key): all of them are one value here
     ("redacted", PLACEHOLDER_RE.pattern, b"<redacted>"),
+    # request ids minted from a clock (the vendor Node SDK's `N_<epoch ms>`), where they are
+    # echoed; the JSON-RPC id itself is matched, not compared
+    ("minted_id", EPOCH_ID_PATTERN, b"<id>"),
 )
 
 

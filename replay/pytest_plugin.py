@@ -282,7 +282,7 @@ class _ClientSession:
             if len(sessions) > 1:
                 pytest.fail(f"wire_agent: the client started the agent {len(sessions)} times; a "
                             f"cassette holds one session", pytrace=False)
-            from wire_recorder.recorder.transcript import export_transcript
+            from wire_recorder.recorder.transcript import export_transcript, write_cassette
 
             new = self.tmp / "cassette.jsonl"
             export_transcript(str(self.db), str(new), sessions[0])
@@ -314,8 +314,8 @@ class _ClientSession:
             shutil.copyfile(self.db, self.cassette)
             if Path(f"{self.db}.blobs").exists():
                 shutil.copyfile(f"{self.db}.blobs", blobs)
-        else:
-            shutil.copyfile(new, self.cassette)
+        else:  # 0600 (a transcript holds what the recording holds), whole or not at all
+            write_cassette(str(self.cassette), data)
         if old is None:
             verb = "rewritten" if self.mode == "rewrite" else "recorded"
             _note(self.config, f"{verb} {shown}: {frames} frames")

@@ -15,9 +15,7 @@ only what changed.
 
 from __future__ import annotations
 
-import os
 import signal
-import tempfile
 import time
 
 import orjson
@@ -26,7 +24,7 @@ from wire_recorder.recorder.classify import Classifier, Extracted
 from wire_recorder.recorder.errors import OutputError
 from wire_recorder.recorder.model import Frame, frame_row, wall_ts
 from wire_recorder.recorder.store import open_store
-from wire_recorder.recorder.transcript import encode_session, store_session
+from wire_recorder.recorder.transcript import encode_session, store_session, write_cassette
 
 from .driver import ReplayResult
 
@@ -37,9 +35,14 @@ def live_session(result: ReplayResult) -> tuple[dict, list[Frame]]:
     frames: list[Frame] = []
     classify = Classifier(rec.session.get("protocol") or None)
     ordered = sorted(result.frames, key=lambda f: f.mono_ns)  # stamped by several threads
+    given = result.command or result.argv
     for lf in ordered:
         if lf.direction == "proxy":
             data = lf.data or {}
+            if lf.event == "spawn" and given and "argv" in data:
+                # the command as given, as in the session's: the set-up around it (a pinned
+                # LLM's scratch config, a new temp folder on every run) is not the recording's
+                data = dict(data, argv=list(given))
             ex = Extracted("lifecycle", method=lf.event, payload=orjson.dumps(data).decode())
             raw = orjson.dumps(dict(data, event=lf.event))
         elif lf.direction == "stderr":
@@ -92,7 +95,7 @@ def _is_format2(data: bytes) -> bool:
 
 def update_recording(result: ReplayResult, output: str | None = None) -> tuple[str, bool]:
     """Write the live run as the new recording when it differs beyond volatile fields; returns
-    the path and whether it was written."""
+    the path and whether it was written. A transcript is written 0600."""
     path = output or result.recording.path
     session, frames = live_session(result)
     try:
@@ -105,17 +108,7 @@ def update_recording(result: ReplayResult, output: str | None = None) -> tuple[s
                 old = None
             if old == data or (old is not None and result.ok and _is_format2(old)):
                 return path, False
-            fd, tmp = tempfile.mkstemp(prefix=".wire-replay-", dir=os.path.dirname(os.path.abspath(path)))
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                if os.path.exists(path):  # keep the file's mode (mkstemp makes it 0600)
-                    os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
+            write_cassette(path, data)  # 0600, whatever the file's mode was
         else:
             if result.ok and output is None:
                 return path, False
