@@ -73,6 +73,22 @@ def handed_over(db: str) -> list[tuple[str, str]]:
     return found
 
 
+def others_recording(db: str, own_spool: str | None = None) -> bool:
+    """Whether a session other than `own_spool`'s is being recorded into `db` now (its spool
+    beside the file is held by its live proxy or loader): loaders of one file take turns
+    (recorder/loader.py, `DB`)."""
+    from .spool import lock_held
+
+    folder = os.path.dirname(os.path.abspath(db)) or "."
+    base = os.path.basename(db) + "."
+    own = os.path.abspath(own_spool) if own_spool else None
+    for name in _spools_in(folder):
+        path = os.path.join(folder, name)
+        if name.startswith(base) and path != own and lock_held(path):
+            return True
+    return False
+
+
 def wait_for_loaders(db: str, limit: float | None = None, note_after: float = NOTE_AFTER_S,
                      prog: str | None = None, skip: str | None = None) -> bool:
     """Return once no loader is storing a handed-over session of `db` (at once when none is);
