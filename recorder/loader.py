@@ -137,6 +137,16 @@ class _Word:
                 pass
 
     @classmethod
+    def chosen(cls) -> None:
+        """The file is chosen (a sibling said so before): a proxy ending meanwhile waits for
+        this when the DB is held by another process, so that note reaches its stderr."""
+        if cls.enabled:
+            try:
+                os.write(1, b"chosen\n")
+            except OSError:
+                pass
+
+    @classmethod
     def stored(cls) -> None:
         """The session is complete in the DB and the DB let go of: the proxy may exit now,
         before the loader looks for older spools and winds down."""
@@ -849,6 +859,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
     sid = meta["session_id"]
     if store is None:
         handle, db, spool_path = _open_for(meta["db"], sid, spool_path)
+        _Word.chosen()
         if db != meta["db"]:
             meta["db_note"] = f"recorded into a sibling of {meta['db']}"
     else:

@@ -49,6 +49,23 @@ def test_locked_db_records_into_a_sibling_and_says_so(tmp_path):
     assert not list(tmp_path.glob("*.spool"))
 
 
+def test_the_sibling_note_reaches_the_stderr_of_a_short_session(tmp_path):
+    """Without --wait too: a session that ends before its loader has chosen the sibling file
+    (issue 28: the note reached only loader.log) waits for that choice and says it."""
+    db = tmp_path / "shared.db"
+    holder = duckdb.connect(str(db))
+    try:
+        holder.execute("CREATE TABLE other(x INT)")
+        res = run_proxy(["--db", str(db), "--", *echo_agent_cmd()], FRAMES)
+    finally:
+        holder.close()
+    assert res.returncode == 0 and res.stdout == FRAMES
+    (sibling,) = tmp_path.glob("shared.*.db")
+    assert f"recording this session into {sibling} instead".encode() in res.stderr, res.stderr
+    assert wait_until(lambda: not list(tmp_path.glob("*.spool")), timeout=120)
+    assert stream_of(str(sibling), "c2a") == FRAMES
+
+
 @pytest.mark.parametrize("bad_db", ["/etc/passwd/sub/x.db", "/proc/x.db"])
 def test_unwritable_db_path_falls_back_to_the_data_folder(tmp_path, bad_db):
     env = dict(os.environ, WIRE_RECORDER_HOME=str(tmp_path / "home"))
