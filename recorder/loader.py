@@ -894,6 +894,16 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
                 continue
             ing.flush()
             if not follow:
+                # The spool is read to its end: not while rows wait for the DB (another
+                # session's turn, a full disk) nor inside a record longer than one read. (Both
+                # ended the recovery early: the rest was marked as a gap and the spool deleted.)
+                if ing.full:
+                    if handle.wait(FINISH_WAIT_S) is None:
+                        raise DBLocked(f"{db} stayed in use by another process or its disk "
+                                       f"stayed full for {FINISH_WAIT_S:.0f} s")
+                    continue
+                if reader.behind:
+                    continue
                 end_reason = "recovered"
                 break
             if stop["flag"] or os.getppid() != proxy_pid or writer_closed(spool_path):

@@ -580,3 +580,24 @@ def test_a_format_1_spool_left_by_an_older_release_is_still_recovered(tmp_path):
     assert res.returncode == 0, res.stderr
     assert not spool.exists()
     assert stream_of(db, "c2a") == FRAMES and stream_of(db, "a2c") == FRAMES
+
+
+def test_recover_reads_a_record_longer_than_one_read(tmp_path):
+    """A spool record longer than the loader reads at once (READ_BYTES) is waited for, not
+    taken for the end of the spool: recovery stopped there, marked the rest as a gap and
+    deleted the spool, the only copy."""
+    from wire_recorder.recorder.loader import READ_BYTES, ingest_spool
+
+    db = str(tmp_path / "big.db")
+    spool = f"{db}.20260101T000000-0badf00d.spool"
+    writer = SpoolWriter(spool, {"session_id": "20260101T000000-0badf00d", "db": db,
+                                 "started_wall_ns": time.time_ns(), "cwd": str(tmp_path)})
+    frame = b'{"jsonrpc":"2.0","method":"event","params":{"pad":"' + b"q" * 1000 + b'"}}\n'
+    n = 2 * READ_BYTES // len(frame) + 10
+    writer.put(C2A, frame * n)  # one record
+    writer.put(C2A, frame)
+    writer.close(exit_status=0)
+    summary = ingest_spool(spool, follow=False)
+    assert summary["frames"] == n + 1
+    assert db_rows(db, "SELECT count(*) FROM frames WHERE direction = 'c2a'") == [(n + 1,)]
+    assert db_rows(db, "SELECT lost_frames FROM sessions") == [(0,)]
