@@ -9,6 +9,7 @@ the file, as an IDE's agents do with a shared WIRE_PROXY_DB.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -130,3 +131,45 @@ def test_a_writer_keeps_the_file_when_it_reads_it_for_another_reason(tmp_path):
     res = subprocess.run([sys.executable, "-c", try_write, db], capture_output=True,
                          timeout=120)
     assert res.returncode == 0 and res.stdout == b"", (res.stdout, res.stderr)
+
+
+def test_a_real_kimi_session_shares_the_db_with_three_other_proxies(tmp_path, kimi_exe):
+    """The real `kimi --wire` recorded into one file while three echo proxies record into it: its
+    session is whole, as are theirs."""
+    from sample_sessions.scenarios import SCENARIOS
+    from tests.harness.wire import check_scenario, run_scenario
+
+    db = str(tmp_path / "shared.db")
+    sent = {f"p{k}": _frames(f"kimi-p{k}") for k in range(3)}
+    results: dict[str, dict] = {k: {} for k in sent}
+    threads = [threading.Thread(target=_run_proxy, args=(db, str(tmp_path), data, results[k]))
+               for k, data in sent.items()]
+    for t in threads:
+        t.start()
+    # (a shared, busy machine: kimi may take minutes to start beside the other proxies)
+    base = SCENARIOS["approve_shell"]
+    scenario = dataclasses.replace(base, plan=dataclasses.replace(
+        base.plan, init_timeout=600.0, prompt_timeout=300.0, exit_timeout=60.0))
+    kimi = run_scenario(scenario, [WIRE_PROXY, "--db", db, "--name", "kimi", "--"], timeout=900,
+                        kimi=kimi_exe)
+    for t in threads:
+        t.join()
+    assert check_scenario(scenario, kimi) == []
+    for k, res in results.items():
+        assert res["rc"] == 0 and res["stdout"] == sent[k], res["stderr"]
+    assert wait_until(lambda: not list(tmp_path.glob("*.spool")), timeout=600)
+    stored = _stored(db)
+    assert len(stored) == 4
+    con = duckdb.connect(db, read_only=True)
+    try:
+        ((kimi_sid,),) = con.execute("SELECT session_id FROM sessions WHERE name = 'kimi'").fetchall()
+    finally:
+        con.close()
+    s = stored.pop(kimi_sid)
+    assert s["c2a"] == [(f.raw, f.newline) for f in kimi.sent()]
+    assert s["a2c"] == [(f.raw, f.newline) for f in kimi.received()]
+    assert s["end"] == "agent_exit" and s["lost"] == 0
+    got = sorted(b"".join(raw + b"\n" for raw, _ in s["c2a"]) for s in stored.values())
+    assert got == sorted(sent.values())
+    for s in stored.values():
+        assert s["c2a"] == s["a2c"] and s["lost"] == 0 and s["end"] == "agent_exit"
