@@ -347,7 +347,6 @@ class DB:
         _Word.say(False)
         return True
 
-
     def _full(self, e: BaseException) -> None:
         if not self.full_said:  # (before `held`: a proxy that stops waiting has read it)
             _say(f"cannot write {self.path} ({e}); the session waits in its spool and is "
