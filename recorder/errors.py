@@ -74,6 +74,10 @@ class DBLocked(InputError):
     """Another process (a recording loader, a writer) holds the DuckDB file."""
 
 
+class DiskFull(OutputError):
+    """No room on the disk (or in the quota) to create or write a recording."""
+
+
 class TranscriptError(InputError):
     """A text transcript or log that cannot be read: bad line, wrong header, empty."""
 

@@ -73,6 +73,50 @@ def handed_over(db: str) -> list[tuple[str, str]]:
     return found
 
 
+def held_by_another_program(db: str) -> bool:
+    """Whether a process other than a wire-recorder writer holds DuckDB's lock on `db` now (a
+    user's DuckDB, a long query): the loader then records into a sibling file. Asked without
+    taking any lock (F_GETLK); False where that cannot be asked (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import fcntl
+    import struct
+
+    from .spool import lock_held
+
+    if lock_held(db + ".lock"):  # another session's loader: they take turns, no sibling
+        return False
+    try:
+        fd = os.open(db, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid
+        layout = struct.Struct("hhqqi4x")
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, layout.pack(fcntl.F_WRLCK, 0, 0, 0, 0))
+        return layout.unpack(got)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def others_recording(db: str, own_spool: str | None = None) -> bool:
+    """Whether a session other than `own_spool`'s is being recorded into `db` now (its spool
+    beside the file is held by its live proxy or loader): loaders of one file take turns
+    (recorder/loader.py, `DB`)."""
+    from .spool import lock_held
+
+    folder = os.path.dirname(os.path.abspath(db)) or "."
+    base = os.path.basename(db) + "."
+    own = os.path.abspath(own_spool) if own_spool else None
+    for name in _spools_in(folder):
+        path = os.path.join(folder, name)
+        if name.startswith(base) and path != own and lock_held(path):
+            return True
+    return False
+
+
 def wait_for_loaders(db: str, limit: float | None = None, note_after: float = NOTE_AFTER_S,
                      prog: str | None = None, skip: str | None = None) -> bool:
     """Return once no loader is storing a handed-over session of `db` (at once when none is);
@@ -142,6 +186,7 @@ class LoaderNotes(threading.Thread):
         self.held_grace = held_grace
         self.held_since: float | None = None
         self.stored = False  # the loader's session is complete in the DB
+        self.chosen = False  # the loader has chosen its file (the DB, or a sibling)
         self.changed = threading.Event()
 
     def run(self) -> None:
@@ -162,6 +207,8 @@ class LoaderNotes(threading.Thread):
                     self.held_since = None
                 elif line == b"stored":
                     self.stored = True
+                elif line == b"chosen":
+                    self.chosen = True
                 else:
                     try:
                         os.write(2, line + b"\n")
@@ -170,6 +217,17 @@ class LoaderNotes(threading.Thread):
             self.changed.set()
         os.close(self.fd)  # (only this thread reads it)
         self.changed.set()
+
+    def wait_chosen(self, loader: subprocess.Popen[bytes], timeout: float) -> None:
+        """Until the loader has chosen its file (its note on a sibling relayed), has exited, or
+        `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while not self.chosen and loader.poll() is None and self.is_alive():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.changed.wait(min(left, 0.05))
+            self.changed.clear()
 
     def wait_for(self, loader: subprocess.Popen[bytes], timeout: float) -> str:
         """'done' when the loader exited, 'held' when it waited for the DB for held_grace s,

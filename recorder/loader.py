@@ -8,7 +8,6 @@ stalled the relay for milliseconds at p99.9).
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import os
 import signal
 import sys
@@ -44,8 +43,10 @@ from .store import (
     GROW_ROWS,
     INLINE_MAX,
     DBLocked,
+    DiskFull,
     Store,
     grow_blocks,
+    is_disk_full,
     open_store,
     remove_dead_copies,
 )
@@ -102,6 +103,12 @@ READ_BYTES = 2 << 20
 # A reader's brief lock is waited out; a writer's means a sibling file. (Within the second an
 # ending proxy waits for its loader at most.)
 LOCKED_AT_START_S = 0.9
+# Loaders of sessions recorded into one file at the same time take turns (`DB.shared`): each
+# lets go of the file after every batch while another session of the file is live, and takes
+# it again no sooner than TURN_S later, so a waiting loader gets its turn. SHARED_CHECK_S: how
+# often a loader looks for such sessions (a listing of the folder).
+TURN_S = 0.1
+SHARED_CHECK_S = 0.5
 FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
 AFTER_EXIT = "sent after the agent exited (never delivered)"
@@ -121,11 +128,21 @@ class _Word:
     quiet = False  # while choosing the file: a sibling comes within LOCKED_AT_START_S
 
     @classmethod
-    def say(cls, held: bool) -> None:
-        if cls.enabled and held != cls.held and not cls.quiet:
+    def say(cls, held: bool, even_quiet: bool = False) -> None:
+        if cls.enabled and held != cls.held and (even_quiet or not cls.quiet):
             cls.held = held
             try:
                 os.write(1, b"held\n" if held else b"free\n")
+            except OSError:
+                pass
+
+    @classmethod
+    def chosen(cls) -> None:
+        """The file is chosen (a sibling said so before): a proxy ending meanwhile waits for
+        this when the DB is held by another process, so that note reaches its stderr."""
+        if cls.enabled:
+            try:
+                os.write(1, b"chosen\n")
             except OSError:
                 pass
 
@@ -143,11 +160,15 @@ class _Word:
 class DB:
     """A store opened on demand and let go of when idle, so readers get their turn."""
 
-    def __init__(self, path: str, store: Store | None = None):
+    def __init__(self, path: str, store: Store | None = None, own_spool: str | None = None):
         self.path = path
         self.store = store
+        self.own_spool = own_spool  # this loader's session (others of the file: `shared`)
+        self._shared = (False, -SHARED_CHECK_S)  # (the answer, when it was found)
+        self.not_before = 0.0  # after letting go for another loader: its turn until then
         self.pinned = store is not None  # a store handed in by the caller stays open
         self.full_said = False
+        self.no_room = False  # the last open failed for want of room on the disk
         # checkpoints of large values go without a limit (one under it failed, or values over
         # LIMITED_VALUE_MAX; a caller's store, which cannot be opened again after a FATAL)
         self.unlimited = self.pinned
@@ -163,12 +184,21 @@ class DB:
 
     def _get(self) -> Store | None:
         if self.store is None:
+            if time.monotonic() < self.not_before:
+                return None
             try:
                 # (it waits for other loaders itself, before it starts: _open_for)
                 self.store = open_store(self.path, wait_for_loader=False)
             except DBLocked:
                 _Word.say(True)
                 return None
+            except DiskFull as e:
+                # no room to create (or migrate) the file: as for a write that meets a full
+                # disk, the session waits in its spool (never a sibling: same disk)
+                self.no_room = True
+                self._full(e)
+                return None
+            self.no_room = False
             self.created |= self.store.created
             # The loader checkpoints itself (CHECKPOINT_ROWS): automatic checkpoints at the
             # default threshold made bulk loads 3.5x slower.
@@ -190,6 +220,25 @@ class DB:
         if self.store is not None and not self.pinned:
             self.checkpoint(self.store, close=True)  # the file is whole without its .wal
             self.store = None
+
+    def shared(self) -> bool:
+        """Whether another session is being recorded into this file now (checked at most every
+        SHARED_CHECK_S)."""
+        if self.pinned:
+            return False
+        now = time.monotonic()
+        answer, when = self._shared
+        if now - when >= SHARED_CHECK_S:
+            answer = handoff.others_recording(self.path, self.own_spool)
+            self._shared = (answer, now)
+        return answer
+
+    def take_turns(self) -> None:
+        """After a batch: let go of the file when another session's loader may be waiting for
+        it, and leave it to that one for TURN_S."""
+        if self.store is not None and self.shared():
+            self.release()
+            self.not_before = time.monotonic() + TURN_S
 
     @property
     def may_grow(self) -> bool:
@@ -287,11 +336,7 @@ class DB:
         except (duckdb.Error, OSError) as e:
             if not _disk_full(e):
                 raise
-            _Word.say(True)  # as good as held: the proxy need not wait for it
-            if not self.full_said:
-                _say(f"cannot write {self.path} ({e}); the session waits in its spool and is "
-                     "stored once there is room")
-                self.full_said = True
+            self._full(e)
             if not self.pinned:
                 try:
                     checkpoint(store, close=True, unlimited=self.unlimited)
@@ -301,6 +346,13 @@ class DB:
             return False
         _Word.say(False)
         return True
+
+    def _full(self, e: BaseException) -> None:
+        if not self.full_said:  # (before `held`: a proxy that stops waiting has read it)
+            _say(f"cannot write {self.path} ({e}); the session waits in its spool and is "
+                 "stored once there is room")
+            self.full_said = True
+        _Word.say(True, even_quiet=True)  # as good as held: the proxy need not wait for it
 
 
 def _out_of_memory(e: BaseException) -> bool:
@@ -362,11 +414,7 @@ def checkpoint(store: Store, close: bool = False, unlimited: bool = False) -> No
         pass
 
 
-def _disk_full(e: BaseException) -> bool:
-    if isinstance(e, OSError):
-        return e.errno in (errno.ENOSPC, errno.EDQUOT)
-    text = str(e)
-    return "No space left" in text or "Disk quota" in text
+_disk_full = is_disk_full
 
 
 class Ingest:
@@ -381,6 +429,7 @@ class Ingest:
         self.partial: dict[int, list[bytes]] = {C2A: [], A2C: [], STDERR: []}
         self.after_gap: set[int] = set()
         self.before_gap: set[int] = set()
+        self.mid_gap: set[int] = set()  # a gap inside the frame being put together
         # what the spool held and what its gap markers said was lost, per data stream:
         # [bytes, newlines] each, to set against the relay's own counters at the end
         self.spooled = {s: [0, 0] for s in DATA_STREAMS}
@@ -481,6 +530,10 @@ class Ingest:
             self.after_gap.discard(stream)
             ex.kind = "invalid"
             ex.parse_error = "recording gap: the start of this frame was not recorded"
+        if stream in self.mid_gap:
+            self.mid_gap.discard(stream)
+            ex.kind = "invalid"
+            ex.parse_error = "recording gap: part of the middle of this frame was not recorded"
         if stream in self.before_gap:
             self.before_gap.discard(stream)
             ex.kind = "invalid"
@@ -534,6 +587,23 @@ class Ingest:
             streams = [s for s in (C2A, A2C, STDERR, EVENT)
                        if STREAM_NAMES[s] == ev.get("stream")] or [C2A, A2C, STDERR]
             frames, nbytes = int(ev.get("frames") or 0), int(ev.get("bytes") or 0)
+            if len(streams) == 1 and streams[0] in self.marked:
+                s = streams[0]
+                # (set against the relay's newline counters: what the spool said was lost)
+                self.marked[s][0] += nbytes
+                self.marked[s][1] += frames
+                if self.partial[s] and frames == 0:
+                    # bytes from the middle of one frame: its start and its end make one row
+                    self.mid_gap.add(s)
+                    streams = []
+                elif self.partial[s]:
+                    # The frame being put together ends inside the gap: its start is stored as
+                    # a row of its own, so it is counted there, not again among the gap's
+                    # frames (issue 28: a frame cut by a full disk was counted twice).
+                    frames -= 1
+                    ev["frames"] = frames
+                    ev["cut_frame_stored"] = True
+                    payload = orjson.dumps(ev)
             for s in streams:
                 if s != EVENT:
                     if self.partial.get(s):
@@ -541,9 +611,6 @@ class Ingest:
                         self.before_gap.add(s)
                         self._flush_partial(s, mono, wall)
                     self.after_gap.add(s)
-            if len(streams) == 1 and streams[0] in self.marked:
-                self.marked[streams[0]][0] += nbytes
-                self.marked[streams[0]][1] += frames
             self.lost_frames += frames
             self.lost_bytes += nbytes
         elif name == "spawn":
@@ -626,7 +693,12 @@ class Ingest:
             self.row_bytes = 0
             self.large = False
             self.last_flush = now
-            if self.stored_rows >= GROW_ROWS and self.store.may_grow:
+            if self.store.shared():
+                # Another session records into this file: it gets the file after this batch
+                # (checkpointed on the way: the rows are in the file, not only in our WAL).
+                self.store.take_turns()
+                self.since_checkpoint = self.since_checkpoint_bytes = 0
+            elif self.stored_rows >= GROW_ROWS and self.store.may_grow:
                 # a long session: it goes on in a copy of its file in larger blocks (store.py
                 # LOADING_BLOCK_SIZE), checkpointed on the way
                 if self.store.grow():
@@ -738,16 +810,25 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     """Open the chosen DB, or a sibling file when another writer keeps it locked or it is
     unusable (and say so)."""
     remove_dead_copies(db)
-    handle = DB(db)
+    handle = DB(db, own_spool=spool_path)
     _Word.quiet = True
     try:
-        if handle.wait(LOCKED_AT_START_S) is not None:
-            return handle, db, spool_path
-        # an earlier proxy's loader still storing the session it was handed (a proxy exits
-        # before its loader is done): the same file once it is done, not a sibling
-        if handoff.wait_for_loaders(db, FINISH_WAIT_S, float("inf"), skip=spool_path) and \
-                handle.wait(LOCKED_AT_START_S) is not None:
-            return handle, db, spool_path
+        deadline = time.monotonic() + FINISH_WAIT_S
+        while True:
+            if handle.wait(LOCKED_AT_START_S) is not None:
+                return handle, db, spool_path
+            if handle.no_room:
+                # a full disk: a sibling would not fit either; the spool keeps the session
+                # meanwhile (while its proxy runs, or for FINISH_WAIT_S)
+                if time.monotonic() < deadline or not writer_closed(spool_path):
+                    time.sleep(0.5)
+                    continue
+                raise DiskFull(f"no room on the disk for {db} for {FINISH_WAIT_S:.0f} s")
+            # Held by the loader of another session of this file (recorded at the same time, or
+            # handed over by a proxy that has exited): they take turns, so its turn ends soon.
+            # Held by anything else (a user's DuckDB, a long query): a sibling file.
+            if not handoff.others_recording(db, spool_path) or time.monotonic() >= deadline:
+                break
         problem = f"{db} is in use by another process"
     except UserError as e:
         problem = e.one_line()
@@ -756,7 +837,7 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
     root, ext = os.path.splitext(db)
     sibling = f"{root}.{session_id}{ext or '.db'}"
     _say(f"{problem}; recording this session into {sibling} instead")
-    handle = DB(sibling)
+    handle = DB(sibling, own_spool=spool_path)
     if handle.wait(LOCKED_AT_START_S) is None:  # other problems raise their own UserError
         raise DBLocked(f"{sibling} is in use by another process too")
     new_spool = f"{sibling}.{session_id}.spool"
@@ -764,6 +845,7 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
         os.rename(spool_path, new_spool)
     except OSError:
         new_spool = spool_path
+    handle.own_spool = new_spool
     return handle, sibling, new_spool
 
 
@@ -776,6 +858,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
     sid = meta["session_id"]
     if store is None:
         handle, db, spool_path = _open_for(meta["db"], sid, spool_path)
+        _Word.chosen()
         if db != meta["db"]:
             meta["db_note"] = f"recorded into a sibling of {meta['db']}"
     else:
@@ -812,6 +895,16 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             if workdir is not None and workdir.ready() and handle.store is not None:
                 workdir.save(handle.write, wait=False)  # (a DB let go of stays free for readers)
             if not follow:
+                # The spool is read to its end: not while rows wait for the DB (another
+                # session's turn, a full disk) nor inside a record longer than one read. (Both
+                # ended the recovery early: the rest was marked as a gap and the spool deleted.)
+                if ing.full:
+                    if handle.wait(FINISH_WAIT_S) is None:
+                        raise DBLocked(f"{db} stayed in use by another process or its disk "
+                                       f"stayed full for {FINISH_WAIT_S:.0f} s")
+                    continue
+                if reader.behind:
+                    continue
                 end_reason = "recovered"
                 break
             if stop["flag"] or os.getppid() != proxy_pid or writer_closed(spool_path):

@@ -45,6 +45,10 @@ HANGUP_GAP = "not recorded: the client had hung up"
 # A DB held by another process delays the proxy's exit by at most this much: the loader then
 # finishes in the background (or leaves the spool to the next load).
 HELD_GRACE_S = 1.0
+# A DB held by a program other than wire-recorder when the proxy ends: it waits up to this long
+# for its loader to choose the sibling file, so the note saying so reaches its stderr (the
+# loader waits LOCKED_AT_START_S for the lock after its start-up).
+CHOICE_WAIT_S = 5.0
 
 
 class ProxyOptions:
@@ -344,7 +348,7 @@ def run_proxy(opts: ProxyOptions) -> int:
     # From here on the agent runs; what it writes waits in its pipes until the pumps start, and
     # nothing is relayed before the spool is there to record it.
     _import_after_spawn()
-    from .handoff import LoaderNotes
+    from .handoff import LoaderNotes, held_by_another_program
     from .relay import Pump
     from .spool import A2C, C2A, C2A_LATE, STDERR
 
@@ -505,6 +509,10 @@ def run_proxy(opts: ProxyOptions) -> int:
             note(f"the client hung up: the agent's last {writer.discarded_frames} frames "
                  f"({writer.discarded_bytes} bytes) were not recorded (counted in the recording)")
         if loader is not None and notes is not None:
+            if not notes.chosen and db is not None and held_by_another_program(db):
+                # the loader is about to record into a sibling file: its note is for the
+                # user's terminal, not only loader.log
+                notes.wait_chosen(loader, CHOICE_WAIT_S)
             how = notes.wait_for(loader, opts.loader_wait_s)
             if how == "done" and not notes.stored:
                 notes.join(1.0)  # its last notes are on their way through the pipe

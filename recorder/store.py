@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import DBLocked, NotARecording, SchemaTooNew
+from .errors import DBLocked, DiskFull, NotARecording, SchemaTooNew
 from .model import COLUMNS, FRAMES, SESSION_COLUMNS, SESSIONS, TABLES, WORKDIR_COLUMNS, Frame
 from .paths import DUCKDB_MAGIC, fsync_dir, fsync_file
 
@@ -153,6 +153,12 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
                                             "default_block_size": str(BLOCK_SIZE)})
     except duckdb.IOException as e:
         msg = str(e)
+        if not read_only and is_disk_full(e):
+            # DuckDB made the file but had no room for its header: a 0-byte file that every
+            # reader would call "not a DuckDB file". Nothing is in it; the next open makes it.
+            _drop_if_empty(path)
+            raise DiskFull(_first_line(e),
+                           "make room on its disk") from None
         if is_lock_error(msg):
             holder = ""
             if "PID" in msg:
@@ -162,6 +168,20 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         raise damaged(path, e) from None
     except duckdb.Error as e:
         raise damaged(path, e) from None
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """A full disk or quota, as an OSError or in DuckDB's words."""
+    import errno
+
+    if isinstance(e, OSError):
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    text = str(e)
+    return "No space left" in text or "Disk quota" in text
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0]
 
 
 def is_lock_error(msg: str) -> bool:
@@ -176,6 +196,56 @@ def damaged(path: str, e: BaseException) -> NotARecording:
     first = (str(e).splitlines() or [type(e).__name__])[0]
     return NotARecording(f"{path} is damaged or not readable as a recording: {first}",
                          "restore it from a copy, or re-import its transcript")
+
+
+def writer_lock_path(path: str) -> str:
+    return os.fspath(path) + ".lock"
+
+
+def take_writer_lock(path: str) -> int | None:
+    """A descriptor holding the writer lock of the recording at `path` (`Store.close` lets go);
+    None where no lock file can be made (a read-only folder: DuckDB's own lock is all there is).
+    Raises DBLocked when another writer holds it.
+
+    DuckDB's own lock is a POSIX record lock, which a process loses the moment it closes *any*
+    descriptor of the file: a loader that read the file for another reason while it held the
+    file (the work-dir manifest hashes the files of the agent's folder, the recording among
+    them) let a second loader open it for writing too, and one session's rows were lost when
+    both checkpointed (issue 28). This lock is a flock on `<db>.lock`, held by the open file
+    description, so nothing else the process opens or closes can drop it. The file is removed
+    when the lock is let go; whoever gets the lock on a file that is no longer the one at that
+    name tries again, so at most one writer holds the lock on the file the name points to."""
+    lock = writer_lock_path(path)
+    for _ in range(16):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise DBLocked(f"{path} is in use by another process",
+                           "wait for its recording to finish, or use another file") from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                return fd
+        except OSError:
+            pass
+        os.close(fd)  # its last holder removed it meanwhile: take the one at that name now
+    raise DBLocked(f"{path} is in use by other processes (its writer lock kept changing)")
+
+
+def drop_writer_lock(path: str, fd: int | None) -> None:
+    """Let go of the writer lock `take_writer_lock` gave (after the DuckDB connection is
+    closed: closing the descriptor drops DuckDB's record locks on nothing else)."""
+    if fd is None:
+        return
+    try:
+        os.unlink(writer_lock_path(path))  # only the holder removes it
+    except OSError:
+        pass
+    os.close(fd)
 
 
 def _drop_if_empty(path: str) -> None:
@@ -319,6 +389,7 @@ class Store:
         self.memory_limit_mb: int | None = None
         self.large_values = False
         self.created = created  # this open created the file
+        self.writer_lock: int | None = None  # (take_writer_lock) held until close
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> list[dict]:
@@ -433,10 +504,14 @@ class Store:
         try:
             self.sync_blobs()
         finally:
-            self.con.close()
-            self.con = None  # type: ignore[assignment]  # closed: a second close does nothing
-            if not self.read_only:
-                _PRIVATE.leave()
+            try:
+                self.con.close()
+            finally:
+                self.con = None  # type: ignore[assignment]  # closed: a second close does nothing
+                if not self.read_only:
+                    lock, self.writer_lock = self.writer_lock, None
+                    drop_writer_lock(self.path, lock)
+                    _PRIVATE.leave()
 
     def __enter__(self):
         return self
@@ -462,21 +537,32 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
         wait_for_loaders(path)  # a session its proxy handed to a loader still storing it
     if not read_only:
         _PRIVATE.enter()  # left when the store closes
-        created = not os.path.exists(path) or os.path.getsize(path) == 0
+        lock = None
         try:
+            # checked first, so the error for a folder that does not exist is DuckDB's
+            if os.path.isdir(os.path.dirname(os.path.abspath(path))):
+                lock = take_writer_lock(path)
+            created = not os.path.exists(path) or os.path.getsize(path) == 0
             con = _connect(path, read_only=False)
         except BaseException:
+            drop_writer_lock(path, lock)
             _PRIVATE.leave()
             raise
         try:
             if os.path.getsize(path) and schema_version(con) is None and _has_tables(con):
                 raise NotARecording(f"{path} is a DuckDB file but not a wire-recorder recording")
             version = migrate(con)
-        except BaseException:
+        except BaseException as e:
             con.close()
+            drop_writer_lock(path, lock)
             _PRIVATE.leave()
+            if isinstance(e, (duckdb.Error, OSError)) and is_disk_full(e):
+                raise DiskFull(_first_line(e),
+                               "make room on its disk") from None
             raise
-        return Store(path, con, False, version, created=created)
+        store = Store(path, con, False, version, created=created)
+        store.writer_lock = lock
+        return store
     con = _connect(path, read_only=True)
     try:
         check_base_tables(con, path)

@@ -49,6 +49,23 @@ def test_locked_db_records_into_a_sibling_and_says_so(tmp_path):
     assert not list(tmp_path.glob("*.spool"))
 
 
+def test_the_sibling_note_reaches_the_stderr_of_a_short_session(tmp_path):
+    """Without --wait too: a session that ends before its loader has chosen the sibling file
+    (issue 28: the note reached only loader.log) waits for that choice and says it."""
+    db = tmp_path / "shared.db"
+    holder = duckdb.connect(str(db))
+    try:
+        holder.execute("CREATE TABLE other(x INT)")
+        res = run_proxy(["--db", str(db), "--", *echo_agent_cmd()], FRAMES)
+    finally:
+        holder.close()
+    assert res.returncode == 0 and res.stdout == FRAMES
+    (sibling,) = tmp_path.glob("shared.*.db")
+    assert f"recording this session into {sibling} instead".encode() in res.stderr, res.stderr
+    assert wait_until(lambda: not list(tmp_path.glob("*.spool")), timeout=120)
+    assert stream_of(str(sibling), "c2a") == FRAMES
+
+
 @pytest.mark.parametrize("bad_db", ["/etc/passwd/sub/x.db", "/proc/x.db"])
 def test_unwritable_db_path_falls_back_to_the_data_folder(tmp_path, bad_db):
     env = dict(os.environ, WIRE_RECORDER_HOME=str(tmp_path / "home"))
@@ -141,6 +158,44 @@ def test_failing_disk_counts_and_marks_lost_frames(tmp_path, capfd):
     assert [bytes(r[5]) for r in rows if r[4] == "c2a"] == [later[:-1]]
 
 
+def _spool_with_a_lost_chunk(path: str, before: bytes, lost: bytes, after: bytes) -> None:
+    """A spool whose relay moved before + lost + after (c2a) while the disk failed for `lost`."""
+    writer = SpoolWriter(path, {"session_id": "t", "started_wall_ns": 0})
+    writer.put(C2A, before)
+    assert wait_until(lambda: writer._pending == 0, timeout=10)
+    saved = os.dup(writer.fd)
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, writer.fd)
+    writer.put(C2A, lost)
+    assert wait_until(lambda: writer.lost_chunks == 1, timeout=10)
+    os.dup2(saved, writer.fd)
+    os.close(saved)
+    os.close(full)
+    writer.put(C2A, after)
+    writer.close()
+
+
+@pytest.mark.parametrize("before, lost, after, rows", [
+    # the end of frame B is lost: B's start is a row, the gap counts C only
+    (b"A\nB-st", b"art\nC\n", b"D\n", [b"A", b"B-st", b"D"]),
+    # the middle of frame B is lost: B is one row, the gap counts no frame
+    (b"A\nB1", b"B2", b"B3\nC\n", [b"A", b"B1B3", b"C"]),
+])
+def test_a_frame_cut_by_a_gap_is_counted_once(tmp_path, capfd, before, lost, after, rows):
+    """Per direction, rows + the gap rows' frames == frames relayed, exactly (issue 28: the
+    frame cut mid-write by a full disk was counted both as stored and in the gap)."""
+    spool = str(tmp_path / "s.spool")
+    _spool_with_a_lost_chunk(spool, before, lost, after)
+    stored = _rows_of(spool)
+    c2a = [r for r in stored if r[4] == "c2a"]
+    assert [bytes(r[5]) for r in c2a] == rows
+    gaps = [json.loads(r[12]) for r in stored if r[9] == "recording_gap"]
+    relayed = (before + lost + after).count(b"\n")
+    assert len(c2a) + sum(g["frames"] for g in gaps) == relayed
+    (cut,) = [r for r in c2a if bytes(r[5]).startswith(b"B")]
+    assert "recording gap" in cut[13]  # parse_error: says what the gap took
+
+
 def test_stalled_disk_never_stalls_the_relay(tmp_path):
     spool = str(tmp_path / "s.spool")
     writer = SpoolWriter(spool, {"session_id": "t", "started_wall_ns": 0}, max_pending=1 << 20)
@@ -169,7 +224,7 @@ def test_stalled_disk_never_stalls_the_relay(tmp_path):
     recorded = [r for r in rows if r[4] == "c2a"]
     assert lost + sum(len(r[5]) + r[6] for r in recorded) == len(data)
     lost_frames = sum(int(json.loads(r[12])["frames"]) for r in gaps)
-    assert lost_frames + sum(r[6] for r in recorded) == data.count(b"\n")
+    assert lost_frames + len(recorded) == data.count(b"\n")  # each frame counted once
 
 
 def test_live_recording_can_be_read_while_the_session_is_quiet(tmp_path):
@@ -214,6 +269,15 @@ def _whole_frames(db: str, direction: str) -> list[bytes]:
 def _newline_rows(db: str, direction: str) -> int:
     return db_rows(db, "SELECT count(*) FROM frames WHERE direction = ? AND newline",
                    [direction])[0][0]
+
+
+def _rows(db: str, direction: str) -> int:
+    return db_rows(db, "SELECT count(*) FROM frames WHERE direction = ?", [direction])[0][0]
+
+
+def _cut(gaps: list[dict]) -> int:
+    """Frames whose end is in a gap and whose start is stored as a row (counted there)."""
+    return sum(1 for g in gaps if g.get("cut_frame_stored"))
 
 
 @pytest.fixture(scope="module")
@@ -298,8 +362,11 @@ def test_full_disk_transient_then_permanent_every_loss_marked(small_disk):
     for direction in ("c2a", "a2c"):
         gaps = _gaps(db, direction)
         lost = sum(g["frames"] for g in gaps)
-        assert _newline_rows(db, direction) + lost == len(sent)
-        assert lost >= 4000
+        # every frame counted once: a row (whole, or cut by the gap) or in a gap row (issue 28:
+        # the frame cut mid-write was counted as both)
+        assert _rows(db, direction) + lost == len(sent)
+        assert _newline_rows(db, direction) + _cut(gaps) + lost == len(sent)
+        assert lost >= 4000 - 1
         whole = _whole_frames(db, direction)
         assert whole[:1000] == [f[:-1] for f in sent[:1000]]
         assert set(whole) <= {f[:-1] for f in sent}
@@ -310,6 +377,41 @@ def test_full_disk_transient_then_permanent_every_loss_marked(small_disk):
     all_gaps = _gaps(db, "c2a") + _gaps(db, "a2c") + _gaps(db, "stderr")
     assert lost_frames == sum(g["frames"] for g in all_gaps)
     assert (exit_code, end_reason) == (0, "agent_exit")
+    ((frame_count,),) = db_rows(db, "SELECT frame_count FROM sessions")
+    assert frame_count + lost_frames == 2 * len(sent)
+
+
+def test_full_disk_when_the_loader_starts_leaves_no_empty_file(small_disk):
+    """The disk is full before the loader can make the DB: it waits for room (no sibling, which
+    would be on the same disk) and leaves no 0-byte file, which every reader would call "not a
+    DuckDB file"; once there is room the session is stored, each frame counted once."""
+    folder = small_disk / "at-start"
+    folder.mkdir()
+    db = str(folder / "x.db")
+    filler = _fill(small_disk)
+    os.truncate(filler, os.path.getsize(filler) - 8192)  # room for the spool's header only
+    frames = [KB_FRAME % i for i in range(200)]
+    try:
+        p = subprocess.Popen([WIRE_PROXY, "--wait", "600", "--db", db, "--", *echo_agent_cmd()],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = p.communicate(b"".join(frames), timeout=300)
+        assert p.returncode == 0 and out == b"".join(frames)
+        # the loader says so, and the proxy does not wait for room
+        assert b"waits in its spool" in err and b"cannot be written now" in err, err
+        assert b"Traceback" not in err
+        assert list(folder.glob("*.spool"))
+    finally:
+        os.unlink(filler)
+    assert wait_until(lambda: not list(folder.glob("*.spool")), timeout=240), \
+        sorted(os.listdir(folder))
+    assert sorted(os.listdir(folder)) == ["x.db"]
+    ((frame_count, lost_frames, end_reason),) = db_rows(
+        db, "SELECT frame_count, lost_frames, end_reason FROM sessions")
+    assert end_reason == "agent_exit"
+    assert frame_count + lost_frames == 2 * len(frames)
+    for direction in ("c2a", "a2c"):
+        gaps = _gaps(db, direction)
+        assert _rows(db, direction) + sum(g["frames"] for g in gaps) == len(frames)
 
 
 BURST_FRAME = b'{"jsonrpc":"2.0","method":"event","params":{"n":%06d,"pad":"' + b"z" * 20000 + b'"}}\n'
@@ -340,8 +442,9 @@ def test_sigkill_mid_burst_loss_is_marked_at_recovery(tmp_path):
     assert res.returncode == 0, res.stderr
     got = received.count(b"\n")
     for direction, counted in (("c2a", counters[3]), ("a2c", counters[4])):
-        lost = sum(g["frames"] for g in _gaps(db, direction))
-        assert _newline_rows(db, direction) + lost == counted
+        gaps = _gaps(db, direction)
+        lost = sum(g["frames"] for g in gaps)
+        assert _newline_rows(db, direction) + _cut(gaps) + lost == counted
         whole = _whole_frames(db, direction)
         assert set(whole) <= {f[:-1] for f in frames}
         assert whole == sorted(whole)  # in order (the frames are numbered)
@@ -405,8 +508,9 @@ def test_client_hangup_ends_a_chatty_agent_and_counts_the_rest(tmp_path):
     assert db_rows(db, "SELECT exit_code, exit_signal FROM sessions") == [(143, None)]
     whole = _whole_frames(db, "a2c")
     assert whole == [b"line %d" % i for i in range(len(whole))]
-    lost = sum(g["frames"] for g in _gaps(db, "a2c"))
-    assert len(whole) + lost == written
+    gaps = _gaps(db, "a2c")
+    lost = sum(g["frames"] for g in gaps)
+    assert len(whole) + _cut(gaps) + lost == written
     assert db_rows(db, "SELECT lost_frames FROM sessions") == [(lost,)]
 
 
@@ -451,13 +555,15 @@ def test_no_loss_slows_the_relay_instead_of_dropping(tmp_path, no_loss):
     writer.close()
     rows = _rows_of(spool)
     recorded = [r for r in rows if r[4] == "c2a"]
-    lost = sum(json.loads(r[12])["frames"] for r in rows if r[9] == "recording_gap")
-    assert lost + sum(r[6] for r in recorded) == data.count(b"\n")
+    gaps = [json.loads(r[12]) for r in rows if r[9] == "recording_gap"]
+    lost = sum(g["frames"] for g in gaps)
+    assert lost + len(recorded) == data.count(b"\n")  # each frame counted once
     if no_loss:
         assert lost == 0 and writer.lost_frames == 0
         assert b"".join(r[5] + b"\n" for r in recorded) == data
     else:
-        assert lost == writer.lost_frames > 0
+        # the relay counts the newlines it could not record; a frame cut by the loss is a row
+        assert lost + _cut(gaps) == writer.lost_frames > 0
 
 
 def test_a_format_1_spool_left_by_an_older_release_is_still_recovered(tmp_path):
@@ -476,3 +582,24 @@ def test_a_format_1_spool_left_by_an_older_release_is_still_recovered(tmp_path):
     assert res.returncode == 0, res.stderr
     assert not spool.exists()
     assert stream_of(db, "c2a") == FRAMES and stream_of(db, "a2c") == FRAMES
+
+
+def test_recover_reads_a_record_longer_than_one_read(tmp_path):
+    """A spool record longer than the loader reads at once (READ_BYTES) is waited for, not
+    taken for the end of the spool: recovery stopped there, marked the rest as a gap and
+    deleted the spool, the only copy."""
+    from wire_recorder.recorder.loader import READ_BYTES, ingest_spool
+
+    db = str(tmp_path / "big.db")
+    spool = f"{db}.20260101T000000-0badf00d.spool"
+    writer = SpoolWriter(spool, {"session_id": "20260101T000000-0badf00d", "db": db,
+                                 "started_wall_ns": time.time_ns(), "cwd": str(tmp_path)})
+    frame = b'{"jsonrpc":"2.0","method":"event","params":{"pad":"' + b"q" * 1000 + b'"}}\n'
+    n = 2 * READ_BYTES // len(frame) + 10
+    writer.put(C2A, frame * n)  # one record
+    writer.put(C2A, frame)
+    writer.close(exit_status=0)
+    summary = ingest_spool(spool, follow=False)
+    assert summary["frames"] == n + 1
+    assert db_rows(db, "SELECT count(*) FROM frames WHERE direction = 'c2a'") == [(n + 1,)]
+    assert db_rows(db, "SELECT lost_frames FROM sessions") == [(0,)]
