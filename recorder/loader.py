@@ -21,6 +21,7 @@ import orjson
 
 from . import after_load, handoff
 from .classify import Classifier, Extracted
+from .cpu_share import to_foreground
 from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
@@ -798,7 +799,11 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         proxy_pid = meta.get("proxy_pid")
         end_reason = "agent_exit"
         quiet_since = time.monotonic()
+        lowered = follow  # the proxy may lower our CPU share while it relays (cpu_share.py)
         while True:
+            if lowered and os.getppid() != proxy_pid:  # killed: nobody else gives it back
+                lowered = False
+                to_foreground(os.getpid())
             records = (reader.read_available(READ_BYTES, final=not follow) if not ing.full
                        else [])
             if records:
