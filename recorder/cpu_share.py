@@ -17,7 +17,9 @@ there is no autogroup (another OS, the cpu controller of a cgroup in use) nothin
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 # the weakest weight: 15 against 1024 for a group at 0
 BACKGROUND_NICE = 19
@@ -58,14 +60,22 @@ class LoaderShare:
     def __init__(self, proc) -> None:
         self.proc = proc
         self.active = _in_effect()
+        self.started = False  # the loader is past its start-up
         self.lowered = False
         self.lock = threading.Lock()
 
     def busy(self, busy: bool) -> None:
         with self.lock:
-            if self.active and busy != self.lowered and self.proc.returncode is None:
-                self.lowered = busy
-                _set(self.proc.pid, BACKGROUND_NICE if busy else 0)
+            if not self.active or busy == self.lowered or self.proc.returncode is not None:
+                return
+            # Not before it has started (and its parent-watch with it): a loader lowered while
+            # it imports, its proxy then killed, would take minutes to start on a busy machine.
+            if busy and not self.started:
+                self.started = _started(self.proc.pid)
+                if not self.started:
+                    return
+            self.lowered = busy
+            _set(self.proc.pid, BACKGROUND_NICE if busy else 0)
 
     def end(self) -> None:
         with self.lock:
@@ -74,7 +84,27 @@ class LoaderShare:
             self.active = self.lowered = False
 
 
-def to_foreground(pid: int) -> None:
-    """Give `pid`'s autogroup its normal weight back: a loader whose proxy was killed while it
-    was lowered does this itself."""
-    _set(pid, 0)
+def watch_parent(parent: int) -> None:
+    """In the loader: a thread that gives the loader its weight back once its proxy is gone (a
+    proxy killed while it had lowered it). A thread of its own, because it needs almost no CPU:
+    a lowered loader beside busy processes gets so little that its own loop can take minutes to
+    come round, while this thread gets the GIL within one switch interval of the loader's time."""
+
+    def run() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        _set(os.getpid(), 0)
+    threading.Thread(target=run, name="parent-watch", daemon=True).start()
+
+
+def _started(pid: int) -> bool:
+    """Whether the loader `pid` is past its start-up (imports: a second of CPU, which a lowered
+    loader could take minutes for): its first thread, watch_parent's, is there."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1]) > 1
+    except (OSError, ValueError):
+        pass
+    return False

@@ -72,10 +72,16 @@ WAKE_BYTES = 1 << 20
 WRITEV_BYTES = 256 << 10
 # The relay counts as busy while it moves at least this many bytes a second, and as quiet once it
 # has moved less for QUIET_S: the loader's CPU share follows (on_busy, recorder/cpu_share.py).
-# 4 MB/s: 20 ms of 200 B round trips in both directions pass it, an agent's session of
-# streamed events does not.
-BUSY_BYTES_S = 4_000_000
+# 1 MB/s: 200 B round trips in both directions pass it even on a loaded machine (~100 us each),
+# an agent's session of streamed events does not.
+BUSY_BYTES_S = 1_000_000
 QUIET_S = 0.5
+# Past this share of the bound queued, the relay threads checksum their chunks themselves (what
+# the writer would do): a writer that fell behind gets help, and the relay slows to its pace by
+# that much instead of dropping. Measured on a machine at load 15 on 2 cores: with every
+# checksum in the writer, 2 KiB frames at full speed put it 128 MiB behind (256 KiB dropped,
+# counted, marked) in 1 of 5 runs.
+HELP_SHARE = 4
 # Past this many queued bytes (a stalled disk) chunks are dropped from the recording, counted,
 # and reported; the relay itself never waits for the disk (unless no_loss is asked for).
 DEFAULT_MAX_PENDING = 128 << 20
@@ -188,10 +194,10 @@ class SpoolWriter:
     A relay thread's part (`put`) is kept to what the spool's guarantees need before a chunk is
     relayed: its bytes and newlines added to the counters block (what the loader sets against
     the spool after a SIGKILL, so every lost frame is counted), the memory bound, and one
-    `deque.append` of (stream, monotonic ns, the chunk itself). No lock, no checksum, no record
-    header, no wake-up per chunk: the writer thread wakes on its interval (or once per
-    `wake_bytes` queued), stamps the wall time, checksums and packs each record and appends the
-    batch with `writev`. Each data stream is put from one thread only (its relay thread): the
+    `deque.append` of (stream, monotonic ns, the chunk itself). No lock, no checksum (unless the
+    writer is a quarter of the bound behind: HELP_SHARE), no record header, no wake-up per chunk:
+    the writer thread wakes on its interval (or once per `wake_bytes` queued), stamps the wall
+    time, checksums and packs each record and appends the batch with `writev`. Each data stream is put from one thread only (its relay thread): the
     per-stream tallies below are then written by one thread each, and need no lock.
     """
 
@@ -225,14 +231,15 @@ class SpoolWriter:
         # With backpressure a short queue is enough to keep the writer busy, and it is all a
         # SIGKILL can take.
         self.max_pending = min(max_pending, NO_LOSS_PENDING) if no_loss else max_pending
+        self.help_pending = self.max_pending // HELP_SHARE
         self.flush_interval = flush_interval
         # A writer given a longer interval than the default batches by time alone (a stand-in
         # for a slow disk in tests), unless told otherwise.
         self.wake_bytes = wake_bytes if wake_bytes is not None else (
             WAKE_BYTES if flush_interval <= FLUSH_INTERVAL_S else 1 << 62)
         self.no_loss = no_loss
-        # (stream, mono_ns, data) from the relay threads, proxy events too; deque's append and
-        # popleft are atomic, so producers and the writer never take a lock for it
+        # (stream, mono_ns, data, its crc32 or None) from the relay threads, proxy events too;
+        # deque's append and popleft are atomic, so producers and the writer never take a lock
         self._q: collections.deque = collections.deque()
         # per data stream, written by its relay thread only: data bytes queued so far
         self._in = [0, 0, 0]
@@ -256,8 +263,8 @@ class SpoolWriter:
         self._wake = threading.Event()
         self._woken = False
         self._closed = False
-        # called from the writer thread with True when the relay gets busy, False once it has
-        # been quiet for QUIET_S
+        # called from the writer thread every interval or so: True while the relay is busy,
+        # False once it has been quiet for QUIET_S
         self.on_busy: Callable[[bool], None] | None = None
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
         self._thread.start()
@@ -319,7 +326,8 @@ class SpoolWriter:
         # monotonic_ns right before the append: a chunk stamped in one thread can still be
         # appended after one stamped later in another; the writer keeps the file's times in
         # order (the order of the queue is the order things happened in)
-        self._q.append((stream, time.monotonic_ns(), data))
+        self._q.append((stream, time.monotonic_ns(), data,
+                        zlib.crc32(data, self.salt) if pending > self.help_pending else None))
         in_[slot] += n
         if pending + n > self.wake_bytes and not self._woken:
             self._woken = True
@@ -342,7 +350,8 @@ class SpoolWriter:
         counts = self._dropped[slot]
         self._dropped[slot] = None
         if counts is not None:
-            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, QUEUE_FULL)))
+            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, QUEUE_FULL),
+                            None))
 
     def discard(self, stream: int, data: bytes, reason: str) -> None:
         """Count a chunk that is relayed (or read) but deliberately not recorded; one gap
@@ -359,7 +368,7 @@ class SpoolWriter:
 
     def event(self, event: str, **data) -> None:
         """Record a lifecycle event (spawn, exit, signal, proxy_error...)."""
-        self._q.append((EVENT, time.monotonic_ns(), _event_bytes(event, **data)))
+        self._q.append((EVENT, time.monotonic_ns(), _event_bytes(event, **data), None))
 
     def set_exit(self, status: int) -> None:
         """The agent's exit status, kept in the counters block: known even when the disk was too
@@ -390,12 +399,13 @@ class SpoolWriter:
         last = self._last_mono
         nbytes = 0
         for _ in range(n):
-            stream, mono, data = pop()
+            stream, mono, data, dcrc = pop()
             if mono < last:
                 mono = last
             else:
                 last = mono
-            tail = pack(crc32(data, salt), len(data), stream, mono, mono + offset)
+            tail = pack(crc32(data, salt) if dcrc is None else dcrc, len(data), stream, mono,
+                        mono + offset)
             append(SYNC + u32(crc32(tail, salt)) + tail)
             append(data)
             if stream != EVENT:
@@ -478,7 +488,6 @@ class SpoolWriter:
 
     def _run(self) -> None:
         in_ = self._in
-        busy = False
         since = time.monotonic()  # the start of the current measure of the relay's rate
         moved = 0  # bytes queued by then
         active = since - QUIET_S  # the last time the relay was busy
@@ -496,9 +505,9 @@ class SpoolWriter:
                     if total - moved >= BUSY_BYTES_S * (now - since):
                         active = now
                     moved, since = total, now
-                    if busy != (now - active < QUIET_S):
-                        busy = not busy
-                        hook(busy)
+                    # said every time (the hook acts on changes): a loader not started yet
+                    # when the relay got busy is lowered once it is
+                    hook(now - active < QUIET_S)
         self._drain()
 
     def close(self, **end_data) -> None:
@@ -507,7 +516,7 @@ class SpoolWriter:
         for slot in DATA_STREAMS:
             self._mark_dropped(slot)
         for (slot, reason), counts in list(self._discarded.items()):
-            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, reason)))
+            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, reason), None))
         self._discarded.clear()
         if self.no_loss:
             with self._space:
@@ -516,7 +525,7 @@ class SpoolWriter:
         self._thread.join()
         end = _event_bytes("end", lost_chunks=self.lost_chunks, lost_bytes=self.lost_bytes,
                            lost_frames=self.lost_frames, **end_data)
-        self._q.append((EVENT, time.monotonic_ns(), end))
+        self._q.append((EVENT, time.monotonic_ns(), end, None))
         self._drain()
         if self._map is not None:
             self._flags |= CLOSED
