@@ -143,17 +143,48 @@ def launch_echo_eof(argv: list[str], frame: bytes, stderr_path: str | None = Non
 
 
 def proxy_prefix(src: str | None) -> list[str] | None:
-    """The command that runs wire-proxy: the .venv's, or (src) the package in another source
-    tree, to compare two versions in one run. None (said why) when there is none."""
+    """The command that runs wire-proxy: the .venv's, or (src) the package of another source
+    tree (an OLD checkout, e.g. `git worktree add /tmp/old REV`), to compare two versions in one
+    run. None (said why) when there is none."""
     if src:
-        src = os.path.abspath(src)
-        os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
-        return [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); "
-                "from wire_recorder.recorder.proxy_cli import main; sys.exit(main())"]
+        return src_proxy_prefix(src)
     if not os.path.exists(WIRE_PROXY):
         say(f"{WIRE_PROXY} not found: install the package into .venv first")
         return None
     return [WIRE_PROXY]
+
+
+def src_proxy_prefix(src: str) -> list[str] | None:
+    """wire-proxy from the source tree `src`, in this interpreter (its dependencies), whatever
+    that tree's layout: `src/wire_recorder/`, a tree whose pyproject maps `wire_recorder.recorder`
+    to `recorder/` (a folder of links made here stands in for the package), or an older tree
+    whose package is the top-level `recorder` (it points its loader at itself). The path goes
+    into the command's own environment (`env PYTHONPATH=...`), never into ours: the other
+    variants of a run must not see it."""
+    src = os.path.abspath(src)
+    if os.path.isdir(os.path.join(src, "wire_recorder", "recorder")):
+        root, module = src, "wire_recorder.recorder.proxy_cli"
+    elif not os.path.exists(os.path.join(src, "recorder", "proxy_cli.py")):
+        say(f"{src}: no recorder/proxy_cli.py there (not a checkout of this repository)")
+        return None
+    else:
+        try:
+            with open(os.path.join(src, "pyproject.toml")) as f:
+                mapped = '"wire_recorder.recorder" = "recorder"' in f.read()
+        except OSError:
+            mapped = False
+        if mapped:
+            root = tempfile.mkdtemp(prefix="wire-bench-src-")
+            os.mkdir(os.path.join(root, "wire_recorder"))
+            for name in ("recorder", "replay", "analysis"):
+                if os.path.isdir(os.path.join(src, name)):
+                    os.symlink(os.path.join(src, name), os.path.join(root, "wire_recorder", name))
+            module = "wire_recorder.recorder.proxy_cli"
+        else:
+            root, module = src, "recorder.proxy_cli"
+    return ["env", f"PYTHONPATH={root}", sys.executable, "-c",
+            f"import sys; sys.path.insert(0, {root!r}); from {module} import main; "
+            "sys.exit(main())"]
 
 
 def relay_floor_argv(agent: list[str]) -> list[str]:

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """wire-proxy benchmark: every number is printed as a ratio to an anchor measured in the same run.
 
-    .venv/bin/python bench/bench_proxy.py [--quick] [--only throughput,latency,...] [--src DIR]
+    .venv/bin/python bench/bench_proxy.py [--quick] [--only throughput,latency,...] [--src OLD]
+        [--reps N]
+
+With --src OLD (another checkout: `git worktree add /tmp/old REV`), throughput and latency run
+OLD's wire-proxy beside this tree's (NEW) in every rep, in a rotated order, and print the paired
+ratios rep by rep and their medians.
 
 Sections (see bench/README.md):
   throughput  frames through `wire-proxy -- cat` vs `cat` vs `cat | tee FILE | cat` vs the
@@ -87,6 +92,7 @@ CONFIGS = {
 TARGETS = {
     "tp_min_frames_s_200": 250_000,
     "tp_min_vs_tee": 1.0,  # issue 14, item 6: at every frame size
+    "tp_min_vs_tee_paired": 0.9,  # issue 27: at 2 KiB and 2 MiB, median of paired reps
     "lat_max_p50_added_us": 15.0,  # issue 14, item 6: added round trip, 20,000 of them
     "lat_max_p99_added_us": 200.0,
     "lat_max_p999_added_us": 1000.0,
@@ -166,13 +172,14 @@ def print_table(rep: Report) -> None:
 
 
 # -- 1. throughput --------------------------------------------------------------------------------
-def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd, old_cmd=None) -> None:
     data = rep.data.setdefault("throughput", {})
     for size, n in cfg["tp_frames"].items():
         stream = stream_for(size, n)
         name = size_name(size)
         say(f"[throughput] {name} frames x {stream.n_frames} ({stream.n_bytes / MB:.0f} MB), "
-            f"best of {cfg['tp_reps']}")
+            f"best of {cfg['tp_reps']}" + (", OLD (--src) beside it" if old_cmd else "")
+            + f"; load {os.getloadavg()[0]:.1f}")
         tee_file = tmp.file("tee.out")
         variants = {
             "cat": ["cat"],
@@ -180,6 +187,8 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
             "floor": relay_floor_argv(["cat"]),
             "proxy": None,
         }
+        if old_cmd is not None:
+            variants["old"] = None
         runs: dict[str, list] = {k: [] for k in variants}
         checks = []
         for r in range(cfg["tp_reps"]):
@@ -187,7 +196,18 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
             order = order[r % len(order):] + order[:r % len(order)]
             for v in order:
                 tmp.clear()
-                if v == "proxy":
+                if v == "old":
+                    db = tmp.file("tp.db")
+                    res = run_stream(old_cmd(db, ["cat"]), stream,
+                                     stderr_path=tmp.file("stderr.txt"))
+                    res.exit_s += wait_recorded(tmp.path)
+                    try:  # an older schema may not answer every question: reported, not a loss
+                        problems = check_recording(db, stream, content=False)["problems"]
+                    except Exception as e:  # noqa: BLE001
+                        problems = [f"not checked: {e}"]
+                    if problems:
+                        say(f"  (OLD's recording: {problems})")
+                elif v == "proxy":
                     db = tmp.file("tp.db")
                     argv = proxy_cmd(db, ["cat"])
                     res = run_stream(argv, stream, stderr_path=tmp.file("stderr.txt"))
@@ -208,7 +228,8 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                 say(f"  {v:6s} run {r}: relay {res.relay_s * 1e3:8.1f} ms  "
                     f"{stream.n_frames / res.relay_s:12,.0f} frames/s  "
                     f"{stream.n_bytes / res.relay_s / MB:7.1f} MB/s"
-                    + (f"  (recorded {res.exit_s * 1e3:.0f} ms)" if v == "proxy" else ""))
+                    + (f"  (recorded {res.exit_s * 1e3:.0f} ms)" if v in ("proxy", "old")
+                       else ""))
         best = {v: min(x.relay_s for x in rs) for v, rs in runs.items()}
         fps = {v: stream.n_frames / s for v, s in best.items()}
         mbs = {v: stream.n_bytes / s / MB for v, s in best.items()}
@@ -235,9 +256,37 @@ def bench_throughput(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                     f">= {TARGETS['tp_min_frames_s_200']:,} frames/s",
                     fps["proxy"] >= TARGETS["tp_min_frames_s_200"])
         rep.row(sec, name, "proxy time to recorded (spool gone)", exit_best, "s", None, None)
+        if old_cmd is not None:
+            paired_throughput(rep, sec, name, size, stream, runs, data[name])
         ok = data[name]["identical"] and not any(c["problems"] for c in checks)
         rep.row(sec, name, "bytes identical + DB complete", "yes" if ok else "NO", "", None, None,
                 "zero loss", ok)
+
+
+def paired_throughput(rep: Report, sec: str, name: str, size: int, stream, runs: dict,
+                      data: dict) -> None:
+    """NEW (this tree) against OLD (--src), rep by rep: each rep ran every variant once, in a
+    rotated order, so a ratio within one rep compares runs made seconds apart on the same
+    machine. Medians of the per-rep ratios, and in how many reps NEW was faster."""
+    reps = len(runs["proxy"])
+    per = []
+    for r in range(reps):
+        t = {v: runs[v][r].relay_s for v in ("tee", "proxy", "old")}
+        per.append({"new_vs_tee": t["tee"] / t["proxy"], "old_vs_tee": t["tee"] / t["old"],
+                    "new_vs_old": t["old"] / t["proxy"]})
+        say(f"  rep {r}: NEW {per[-1]['new_vs_tee']:.2f}x tee, OLD {per[-1]['old_vs_tee']:.2f}x "
+            f"tee, NEW/OLD {per[-1]['new_vs_old']:.2f}")
+    data["paired"] = per
+    med = {k: median([x[k] for x in per]) for k in per[0]}
+    faster = sum(1 for x in per if x["new_vs_old"] > 1.0)
+    rep.row(sec, name, "OLD (--src) vs tee, median of reps", med["old_vs_tee"], "x", "tee")
+    target = TARGETS["tp_min_vs_tee_paired"] if size >= 2048 else None
+    rep.row(sec, name, "NEW vs tee, median of reps", med["new_vs_tee"], "x", "tee", None,
+            f">= {target}x tee" if target else None,
+            med["new_vs_tee"] >= target if target else None)
+    rep.row(sec, name, "NEW / OLD throughput, paired median", med["new_vs_old"], "x", "OLD",
+            None, ">= 1.0", med["new_vs_old"] >= 1.0)
+    rep.row(sec, name, "reps with NEW faster than OLD", f"{faster} of {reps}")
 
 
 # -- 2. latency -----------------------------------------------------------------------------------
@@ -272,17 +321,24 @@ def pingpong(argv, frame: bytes, n: int, warm: int, stderr_path=None) -> list[in
     return out
 
 
-def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
+def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd, old_cmd=None) -> None:
     data = rep.data.setdefault("latency", {})
     rounds = cfg["lat_rounds"]
     per_run = cfg["lat_round_trips"] // rounds
     for size in cfg["lat_sizes"]:
         frame = make_frame(size, 1)
         name = size_name(size)
-        say(f"[latency] {name}: {per_run * rounds} round trips per variant")
-        samples = {"cat": [], "cat3": [], "floor": [], "proxy": []}
-        for _r in range(rounds):
-            for v in samples:
+        say(f"[latency] {name}: {per_run * rounds} round trips per variant"
+            + (", OLD (--src) beside it" if old_cmd else "") + f"; load {os.getloadavg()[0]:.1f}")
+        samples: dict[str, list] = {"cat": [], "cat3": [], "floor": [], "proxy": []}
+        if old_cmd is not None:
+            samples["old"] = []
+        added_per_round: list[dict] = []  # p50 over cat's p50 in the same round
+        for r in range(rounds):
+            order = list(samples)
+            order = order[r % len(order):] + order[:r % len(order)]
+            p50 = {}
+            for v in order:
                 tmp.clear()
                 if v == "cat":
                     argv = ["cat"]
@@ -290,9 +346,19 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
                     argv = ["sh", "-c", "cat | cat | cat"]
                 elif v == "floor":
                     argv = relay_floor_argv(["cat"])
+                elif v == "old":
+                    argv = old_cmd(tmp.file("lat.db"), ["cat"])
                 else:
                     argv = proxy_cmd(tmp.file("lat.db"), ["cat"])
-                samples[v] += pingpong(argv, frame, per_run, 200)
+                got = pingpong(argv, frame, per_run, 200)
+                if v in ("proxy", "old"):
+                    wait_recorded(tmp.path)  # its loader done before the next variant runs
+                p50[v] = pct(sorted(got), 0.5) / 1e3
+                samples[v] += got
+            if old_cmd is not None:
+                added_per_round.append({v: p50[v] - p50["cat"] for v in ("proxy", "old")})
+                say(f"  round {r}: added p50 NEW {added_per_round[-1]['proxy']:.1f} us, OLD "
+                    f"{added_per_round[-1]['old']:.1f} us")
         st = {}
         for v, s in samples.items():
             s.sort()
@@ -332,6 +398,20 @@ def bench_latency(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
             rep.row(sec, name, f"proxy adds {q}", added, "us", "1 cat hop",
                     added / hop if hop > 0 else None, f"<= {TARGETS[key]:.0f} us",
                     added <= TARGETS[key])
+        if old_cmd is not None:
+            old50 = st["old"]["p50"] - st["cat"]["p50"]
+            old99 = st["old"]["p99"] - st["cat"]["p99"]
+            data[name]["old_added_us"] = {"p50": old50, "p99": old99}
+            data[name]["added_p50_per_round"] = added_per_round
+            rep.row(sec, name, "OLD (--src) adds p50/p99", f"{old50:.1f}/{old99:.1f}", "us")
+            new_med = median([x["proxy"] for x in added_per_round])
+            old_med = median([x["old"] for x in added_per_round])
+            rep.row(sec, name, "added p50 NEW vs OLD, medians of rounds",
+                    f"{new_med:.1f} vs {old_med:.1f}", "us", None, None, "NEW <= OLD",
+                    new_med <= old_med)
+            lower = sum(1 for x in added_per_round if x["proxy"] <= x["old"])
+            rep.row(sec, name, "rounds with NEW's added p50 <= OLD's",
+                    f"{lower} of {len(added_per_round)}")
         say(f"  cat {st['cat']}\n  cat3 {st['cat3']}\n  proxy {st['proxy']}")
 
 
@@ -526,11 +606,11 @@ def bench_startup(cfg, rep: Report, tmp: TempDir, proxy_cmd) -> None:
 
 
 # -- main ------------------------------------------------------------------------------------------
-def git_rev() -> str:
+def git_rev(root: str = ROOT) -> str:
     try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "recorder"],
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "recorder"],
                                capture_output=True, text=True).stdout.strip()
         return rev + ("+dirty" if dirty else "")
     except OSError:
@@ -542,8 +622,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smaller sizes (~2 min)")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
-    ap.add_argument("--src", help="benchmark the recorder package found in DIR (a scratch "
-                    "copy of the repo) instead of the installed wire-proxy")
+    ap.add_argument("--src", help="OLD: another checkout of the repo (e.g. `git worktree add "
+                    "/tmp/old REV`); throughput and latency run it interleaved with this tree's "
+                    "wire-proxy (NEW) and print paired ratios")
+    ap.add_argument("--reps", type=int, help="reps of throughput and rounds of latency")
     ap.add_argument("--label", default="", help="a label stored in the JSON result")
     ap.add_argument("--start-runs", type=int, help="launches per variant in the startup section")
     ap.add_argument("--no-json", action="store_true")
@@ -556,13 +638,22 @@ def main() -> int:
     cfg = dict(CONFIGS[mode])
     if args.start_runs:
         cfg["start_runs"] = args.start_runs
+    if args.reps:
+        cfg["tp_reps"] = cfg["lat_rounds"] = args.reps
+        cfg["lat_round_trips"] = args.reps * (CONFIGS[mode]["lat_round_trips"]
+                                              // CONFIGS[mode]["lat_rounds"])
 
-    prefix = proxy_prefix(args.src)
-    if prefix is None:
+    prefix = proxy_prefix(None)
+    old_prefix = proxy_prefix(args.src) if args.src else None
+    if prefix is None or (args.src and old_prefix is None):
         return 1
 
     def proxy_cmd(db, agent, wait=900):
         return prefix + proxy_argv(db, agent, wait=wait)[1:]
+
+    def old_cmd(db, agent, wait=900):
+        assert old_prefix is not None
+        return old_prefix + proxy_argv(db, agent, wait=wait)[1:]
 
     rep = Report()
     tmp = TempDir()
@@ -575,15 +666,20 @@ def main() -> int:
         for s in SECTIONS:
             if s in only:
                 t = time.perf_counter()
-                globals()[f"bench_{s}"](cfg, rep, tmp, proxy_cmd)
+                if args.src and s in ("throughput", "latency"):
+                    globals()[f"bench_{s}"](cfg, rep, tmp, proxy_cmd, old_cmd)
+                else:
+                    globals()[f"bench_{s}"](cfg, rep, tmp, proxy_cmd)
                 say(f"  ({s}: {time.perf_counter() - t:.1f} s)")
     finally:
         tmp.cleanup()
     elapsed = time.time() - started
 
     print()
-    print(f"wire-proxy benchmark ({mode}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
-          f"{elapsed:.0f} s, src {args.src or 'installed'} @ {git_rev()})")
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    old = f", OLD {args.src} @ {git_rev(args.src)}" if args.src else ""
+    print(f"wire-proxy benchmark ({mode}, {os.cpu_count()} CPUs, load {load}, {elapsed:.0f} s, "
+          f"NEW @ {git_rev()}{old})")
     print_table(rep)
     misses = [f"{r['section']} {r['case']} {r['metric']}" for r in rep.rows if r["pass"] is False]
     print()
@@ -606,6 +702,7 @@ def main() -> int:
             duck = None
         with open(path, "w") as f:
             json.dump({"mode": mode, "label": args.label, "src": args.src, "git": git_rev(),
+                       "old_git": git_rev(args.src) if args.src else None,
                        "started": started, "elapsed_s": elapsed, "cpus": os.cpu_count(),
                        "loadavg": os.getloadavg(), "python": platform.python_version(),
                        "duckdb": duck, "targets": TARGETS, "config": {k: str(v) for k, v in

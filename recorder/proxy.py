@@ -474,6 +474,13 @@ def run_proxy(opts: ProxyOptions) -> int:
     # do not wait for its fork, and it reads the spool from the start whenever it comes.
     loader, notes_fd = _start_loader(writer.path, note) if writer is not None else (None, None)
     notes = LoaderNotes(notes_fd, HELD_GRACE_S) if notes_fd is not None else None
+    share = None
+    if loader is not None and writer is not None:
+        from .cpu_share import LoaderShare
+
+        # the loader yields the CPU while the relay is busy (recorder/cpu_share.py)
+        share = LoaderShare(loader)
+        writer.on_busy = share.busy
     if notes is not None:
         with _signals_for_main_thread_only():
             notes.start()
@@ -485,6 +492,8 @@ def run_proxy(opts: ProxyOptions) -> int:
         except KeyboardInterrupt:  # only if a handler could not be installed
             continue
     agent_done.set()
+    if share is not None:
+        share.end()  # the relay is over: the loader catches up at full speed
     deadline = time.monotonic() + PUMP_DRAIN_AFTER_EXIT_S
     for p in pumps[1:]:
         p.join(max(0.0, deadline - time.monotonic()))

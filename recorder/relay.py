@@ -1,9 +1,10 @@
 """Byte-exact relay threads on raw file descriptors.
 
 Threads, not asyncio: measured here, a thread relay adds about what an extra `cat` hop adds,
-asyncio adds ~100 us. A thread only queues each chunk in memory for the spool writer (its
-record header packed there, so the writer thread needs the GIL only per batch) before writing
-it on; no disk or parsing work sits between a read and the write it feeds.
+asyncio adds ~100 us. A thread reads, hands the chunk to the spool writer (counted, then a
+reference appended to its queue: recorder/spool.py) and writes it on; checksums, record headers
+and disk writes are the spool writer thread's, per batch. No disk or parsing work sits between a
+read and the write it feeds.
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class Pump(threading.Thread):
                     after_stop += len(data)
                 self.bytes += len(data)
                 if record is not None:
-                    # Queued before the write (checksummed and appended in memory: about a
-                    # microsecond at 200 B, ~15 us without the GIL at 64 KiB): a peer's
-                    # instant answer must never be recorded ahead of what it answers.
+                    # Queued before the write (counted and appended in memory: under a
+                    # microsecond at 200 B, a few at 64 KiB): a peer's instant answer must
+                    # never be recorded ahead of what it answers.
                     record(data)
                 if dst is not None:
                     try:

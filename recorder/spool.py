@@ -24,6 +24,7 @@ Version 1 (`WIRESPOOL1`: a JSON line, then 24-byte headers without checksums) is
 
 from __future__ import annotations
 
+import collections
 import json
 import mmap
 import os
@@ -31,6 +32,7 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable
 
 from .edge import PROXY, say
 from .errors import SpoolError
@@ -62,11 +64,24 @@ EXIT_KNOWN, CLOSED = 1, 2
 # How long a chunk may sit in memory before it is on disk. This bounds what a SIGKILL can take
 # while the disk keeps up.
 FLUSH_INTERVAL_S = 0.02
-# This much queued wakes the writer before its interval is over. Small, so that each write is
-# short: a writev of the 1 MiB that 20 ms of 2 KiB round trips queue took ~0.5 ms of a core,
-# and a relay thread woken on that core waited for it (a round trip stalled every 20 ms; with
-# 64 KiB writes the periodic stalls were gone, the p99.9 added round trip fell ~8x).
-WAKE_BYTES = 64 << 10
+# This much queued wakes the writer before its interval is over: one wake-up per MiB at most
+# (the relay thread that crosses it sets an event once; the writer, not the relay, does the rest).
+WAKE_BYTES = 1 << 20
+# One writev appends at most this much: a long one holds a core in the kernel, and a relay
+# thread woken on that core waits for it (seen as a stalled round trip every flush).
+WRITEV_BYTES = 256 << 10
+# The relay counts as busy while it moves at least this many bytes a second, and as quiet once it
+# has moved less for QUIET_S: the loader's CPU share follows (on_busy, recorder/cpu_share.py).
+# 1 MB/s: 200 B round trips in both directions pass it even on a loaded machine (~100 us each),
+# an agent's session of streamed events does not.
+BUSY_BYTES_S = 1_000_000
+QUIET_S = 0.5
+# Past this share of the bound queued, the relay threads checksum their chunks themselves (what
+# the writer would do): a writer that fell behind gets help, and the relay slows to its pace by
+# that much instead of dropping. Measured on a machine at load 15 on 2 cores: with every
+# checksum in the writer, 2 KiB frames at full speed put it 128 MiB behind (256 KiB dropped,
+# counted, marked) in 1 of 5 runs.
+HELP_SHARE = 4
 # Past this many queued bytes (a stalled disk) chunks are dropped from the recording, counted,
 # and reported; the relay itself never waits for the disk (unless no_loss is asked for).
 DEFAULT_MAX_PENDING = 128 << 20
@@ -90,17 +105,24 @@ class PartialWrite(OSError):
 
 
 def writev_all(fd: int, parts: list) -> int:
-    """Append many buffers without joining them (a join copies every 64 KiB chunk again).
-    Raises PartialWrite saying how many bytes did reach the file."""
+    """Append many buffers without joining them (a join copies every 64 KiB chunk again), at
+    most _IOV_MAX buffers and about WRITEV_BYTES per call. Raises PartialWrite saying how many
+    bytes did reach the file."""
     done = 0
     i = 0
+    total = len(parts)
     writev = os.writev
     try:
-        while i < len(parts):
-            group = parts[i:i + _IOV_MAX]
+        while i < total:
+            j = i
+            size = 0
+            while j < total and j - i < _IOV_MAX and (size < WRITEV_BYTES or j == i):
+                size += len(parts[j])
+                j += 1
+            group = parts[i:j]
             n = writev(fd, group)
             done += n
-            if n < sum(map(len, group)):  # partial write: finish the rest one buffer at a time
+            if n < size:  # partial write: finish the rest one buffer at a time
                 skip = n
                 for p in group:
                     if skip >= len(p):
@@ -112,7 +134,7 @@ def writev_all(fd: int, parts: list) -> int:
                         k = os.write(fd, view)
                         done += k
                         view = view[k:]
-            i += _IOV_MAX
+            i = j
     except OSError as e:
         raise PartialWrite(e, done) from None
     return done
@@ -160,29 +182,23 @@ def header_bytes(meta: dict) -> bytes:
     return bytes(head)
 
 
-def pack_header(salt: int, stream: int, mono: int, wall: int, n: int, data_crc: int) -> bytes:
-    """A record's header for `n` bytes of data whose crc32 (seeded with the salt) is data_crc:
-    a relay thread checksums its chunk before it takes the writer's lock."""
-    tail = REC_TAIL.pack(data_crc, n, stream, mono, wall)
+def pack_record(salt: int, stream: int, mono: int, wall: int, data) -> bytes:
+    """A record's header for `data` (both checksums seeded with the salt)."""
+    tail = REC_TAIL.pack(zlib.crc32(data, salt), len(data), stream, mono, wall)
     return SYNC + _U32.pack(zlib.crc32(tail, salt)) + tail
 
 
-def pack_record(salt: int, stream: int, mono: int, wall: int, data) -> bytes:
-    return pack_header(salt, stream, mono, wall, len(data), zlib.crc32(data, salt))
-
-
 class SpoolWriter:
-    """Queues chunks from relay threads and appends them to the spool from its own thread.
+    """Takes chunks from the relay threads and appends them to the spool from its own thread.
 
-    The queue is a flat list of buffers ready for one writev: a record header, then its data.
-    A relay thread packs the header of its chunk itself (half a microsecond at 200 B, the
-    checksum's ~15 us at 64 KiB without the GIL) and the writer thread only swaps the list and
-    writes it, its GIL-releasing writev aside a few Python steps per 512 buffers. A writer that
-    built every header itself held the GIL for about a millisecond per 20 ms flush under a
-    steady stream of small frames, and each relay thread waiting for it stalled that long
-    (measured: the p99.9 round trip and the period of its stalls followed the flush interval).
-    A writer checksumming big chunks itself needs the GIL back after each one: on a loaded
-    machine it once fell 128 MiB behind 2 MiB frames so.
+    A relay thread's part (`put`) is kept to what the spool's guarantees need before a chunk is
+    relayed: its bytes and newlines added to the counters block (what the loader sets against
+    the spool after a SIGKILL, so every lost frame is counted), the memory bound, and one
+    `deque.append` of (stream, monotonic ns, the chunk itself). No lock, no checksum (unless the
+    writer is a quarter of the bound behind: HELP_SHARE), no record header, no wake-up per chunk:
+    the writer thread wakes on its interval (or once per `wake_bytes` queued), stamps the wall
+    time, checksums and packs each record and appends the batch with `writev`. Each data stream is put from one thread only (its relay thread): the
+    per-stream tallies below are then written by one thread each, and need no lock.
     """
 
     def __init__(self, path: str, meta: dict, *, max_pending: int = DEFAULT_MAX_PENDING,
@@ -215,104 +231,144 @@ class SpoolWriter:
         # With backpressure a short queue is enough to keep the writer busy, and it is all a
         # SIGKILL can take.
         self.max_pending = min(max_pending, NO_LOSS_PENDING) if no_loss else max_pending
+        self.help_pending = self.max_pending // HELP_SHARE
         self.flush_interval = flush_interval
         # A writer given a longer interval than the default batches by time alone (a stand-in
         # for a slow disk in tests), unless told otherwise.
         self.wake_bytes = wake_bytes if wake_bytes is not None else (
             WAKE_BYTES if flush_interval <= FLUSH_INTERVAL_S else 1 << 62)
         self.no_loss = no_loss
-        self._parts: list = []  # header, data, header, data...: what the next writev appends
-        self._queued = 0  # data bytes in _parts
-        self._lock = threading.Lock()
-        self._space = threading.Condition(self._lock)
-        self._pending = 0  # data bytes queued or being written: what the bound applies to
+        # (stream, mono_ns, data, its crc32 or None) from the relay threads, proxy events too;
+        # deque's append and popleft are atomic, so producers and the writer never take a lock
+        self._q: collections.deque = collections.deque()
+        # per data stream, written by its relay thread only: data bytes queued so far
+        self._in = [0, 0, 0]
+        self._out = 0  # ...and those the writer has taken off the queue (the writer's only)
         self._counted = [0] * 6  # bytes and newlines per data stream, as in the counters block
-        # chunks/bytes/newlines dropped per stream since the last gap marker
-        self._dropped: dict[int, list[int]] = {}
-        self._discarded: dict[tuple[int, str], list[int]] = {}
+        # per data stream (its relay thread's): [chunks, bytes, newlines] dropped since the last
+        # gap marker (None: none), and all dropped so far
+        self._dropped: list[list[int] | None] = [None, None, None]
+        self._dropped_total = [[0, 0, 0] for _ in range(3)]
+        self._discarded: dict[tuple[int, str], list[int]] = {}  # the a2c thread's
         self.discarded_bytes = 0  # not recorded on purpose (after a hang-up); not in lost_*
         self.discarded_frames = 0
-        self.lost_chunks = 0
-        self.lost_bytes = 0
-        self.lost_frames = 0
+        self._write_lost = [0, 0, 0]  # chunks, bytes, newlines a failed write lost (writer's)
         self.write_error: str | None = None
         # per stream (chunks, bytes, frames) that failed to reach the file, not yet marked there
         self._unwritten: dict[int, list[int]] = {}
         self._debt = 0  # zero bytes that complete a record cut by a partial write
+        self._last_mono = 0  # records go to the file with non-decreasing times
         self._flags = 0
+        self._space = threading.Condition()  # no_loss only: the writer made room
         self._wake = threading.Event()
+        self._woken = False
         self._closed = False
+        # called from the writer thread every interval or so: True while the relay is busy,
+        # False once it has been quiet for QUIET_S
+        self.on_busy: Callable[[bool], None] | None = None
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
         self._thread.start()
 
+    # -- totals (read from any thread) ---------------------------------------------------------
+    def _lost(self, i: int) -> int:
+        return sum(d[i] for d in self._dropped_total) + self._write_lost[i]
+
+    @property
+    def lost_chunks(self) -> int:
+        return self._lost(0)
+
+    @property
+    def lost_bytes(self) -> int:
+        return self._lost(1)
+
+    @property
+    def lost_frames(self) -> int:
+        return self._lost(2)
+
     # -- called from relay threads -------------------------------------------------------------
-    def _count(self, stream: int, n: int, lines: int) -> None:
-        if stream == C2A_LATE:
-            stream = C2A
+    def _count(self, slot: int, n: int, lines: int) -> None:
         c = self._counted
-        c[stream] += n
-        c[stream + 3] += lines
+        c[slot] += n
+        c[slot + 3] += lines
         m = self._map
         if m is not None:
-            _Q.pack_into(m, COUNTERS_OFFSET + 8 * stream, c[stream])
-            _Q.pack_into(m, COUNTERS_OFFSET + 8 * (stream + 3), c[stream + 3])
-
-    def _append_event(self, data: bytes) -> None:
-        """Queue a proxy event record; the caller holds the lock."""
-        self._parts += (pack_record(self.salt, EVENT, time.monotonic_ns(), time.time_ns(), data),
-                        data)
+            _Q.pack_into(m, COUNTERS_OFFSET + 8 * slot, c[slot])
+            _Q.pack_into(m, COUNTERS_OFFSET + 24 + 8 * slot, c[slot + 3])
 
     def put(self, stream: int, data: bytes) -> None:
         n = len(data)
+        slot = C2A if stream == C2A_LATE else stream
         # Counted before it is queued (and before it is relayed): whatever the process dies of,
-        # the loader can tell exactly what never reached the spool.
+        # the loader can tell exactly what never reached the spool. The newline count is the
+        # one scan of the data left here (a memchr per newline: 1-7 us per 64 KiB): a chunk
+        # still queued when the proxy is SIGKILLed is gone, and with it any later count.
         lines = newlines(data)
-        dcrc = zlib.crc32(data, self.salt)
-        with self._lock:
-            self._count(stream, n, lines)
-            if self.no_loss and not self._closed and self.write_error is None:
-                while (self._pending and self._pending + n > self.max_pending
-                       and not self._closed and self.write_error is None):
-                    self._wake.set()
-                    self._space.wait(0.5)
-            if self._closed or self._pending + n > self.max_pending:
-                d = self._dropped.setdefault(stream, [0, 0, 0])
+        self._count(slot, n, lines)
+        in_ = self._in
+        pending = in_[0] + in_[1] + in_[2] - self._out
+        if pending + n > self.max_pending or self._closed:
+            if self.no_loss:
+                pending = self._wait_for_room(n)
+            if self._closed or pending + n > self.max_pending:
+                d = self._dropped[slot]
+                if d is None:
+                    d = self._dropped[slot] = [0, 0, 0]
+                t = self._dropped_total[slot]
                 d[0] += 1
                 d[1] += n
                 d[2] += lines
-                self.lost_chunks += 1
-                self.lost_bytes += n
-                self.lost_frames += lines
+                t[0] += 1
+                t[1] += n
+                t[2] += lines
                 return
-            if stream in self._dropped:
-                self._append_event(_gap_bytes(stream, self._dropped.pop(stream), QUEUE_FULL))
-            parts = self._parts
-            # stamped under the lock: records are in the file in the order of their times
-            parts += (pack_header(self.salt, stream, time.monotonic_ns(), time.time_ns(), n,
-                                  dcrc), data)
-            self._queued += n
-            self._pending += n
-            if self._queued > self.wake_bytes and not self._wake.is_set():
+        if self._dropped[slot] is not None:
+            self._mark_dropped(slot)
+        # monotonic_ns right before the append: a chunk stamped in one thread can still be
+        # appended after one stamped later in another; the writer keeps the file's times in
+        # order (the order of the queue is the order things happened in)
+        self._q.append((stream, time.monotonic_ns(), data,
+                        zlib.crc32(data, self.salt) if pending > self.help_pending else None))
+        in_[slot] += n
+        if pending + n > self.wake_bytes and not self._woken:
+            self._woken = True
+            self._wake.set()
+
+    def _wait_for_room(self, n: int) -> int:
+        """no_loss: wait until the writer has made room for n more bytes (or cannot)."""
+        in_ = self._in
+        with self._space:
+            while True:
+                pending = in_[0] + in_[1] + in_[2] - self._out
+                if (not pending or pending + n <= self.max_pending or self._closed
+                        or self.write_error is not None):
+                    return pending
+                self._woken = True
                 self._wake.set()
+                self._space.wait(0.5)
+
+    def _mark_dropped(self, slot: int) -> None:
+        counts = self._dropped[slot]
+        self._dropped[slot] = None
+        if counts is not None:
+            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, QUEUE_FULL),
+                            None))
 
     def discard(self, stream: int, data: bytes, reason: str) -> None:
         """Count a chunk that is relayed (or read) but deliberately not recorded; one gap
         marker per stream and reason says how much, when the spool closes."""
         lines = newlines(data)
-        with self._lock:
-            self._count(stream, len(data), lines)
-            d = self._discarded.setdefault((stream, reason), [0, 0, 0])
-            d[0] += 1
-            d[1] += len(data)
-            d[2] += lines
-            self.discarded_bytes += len(data)
-            self.discarded_frames += lines
+        slot = C2A if stream == C2A_LATE else stream
+        self._count(slot, len(data), lines)
+        d = self._discarded.setdefault((slot, reason), [0, 0, 0])
+        d[0] += 1
+        d[1] += len(data)
+        d[2] += lines
+        self.discarded_bytes += len(data)
+        self.discarded_frames += lines
 
     def event(self, event: str, **data) -> None:
         """Record a lifecycle event (spawn, exit, signal, proxy_error...)."""
-        body = _event_bytes(event, **data)
-        with self._lock:
-            self._append_event(body)
+        self._q.append((EVENT, time.monotonic_ns(), _event_bytes(event, **data), None))
 
     def set_exit(self, status: int) -> None:
         """The agent's exit status, kept in the counters block: known even when the disk was too
@@ -324,32 +380,67 @@ class SpoolWriter:
             _Q.pack_into(m, COUNTERS_OFFSET + 48, self._flags)
 
     # -- writer thread ------------------------------------------------------------------------
+    def _records(self, parts: list) -> int:
+        """Take what is queued now off the queue as records (header, data) appended to parts;
+        the data bytes taken."""
+        q = self._q
+        n = len(q)
+        if not n:
+            return 0
+        salt = self.salt
+        crc32 = zlib.crc32
+        pack = REC_TAIL.pack
+        u32 = _U32.pack
+        pop = q.popleft
+        append = parts.append
+        # one wall clock reading per batch: each record's wall time is its monotonic time
+        # moved by the clocks' offset now
+        offset = time.time_ns() - time.monotonic_ns()
+        last = self._last_mono
+        nbytes = 0
+        for _ in range(n):
+            stream, mono, data, dcrc = pop()
+            if mono < last:
+                mono = last
+            else:
+                last = mono
+            tail = pack(crc32(data, salt) if dcrc is None else dcrc, len(data), stream, mono,
+                        mono + offset)
+            append(SYNC + u32(crc32(tail, salt)) + tail)
+            append(data)
+            if stream != EVENT:
+                nbytes += len(data)
+        self._last_mono = last
+        return nbytes
+
     def _drain(self) -> None:
-        with self._lock:
-            parts, self._parts = self._parts, []
-            nbytes, self._queued = self._queued, 0
-        if not parts and not self._unwritten:
+        if not self._q and not self._unwritten and not self._debt:
             return
         salt = self.salt
-        lead: list = []  # zeros owed to a cut record, then the markers of earlier write losses
+        parts: list = []  # zeros owed to a cut record, markers of earlier write losses, records
+        zeros = 0
         if self._debt:
-            lead.append(bytes(self._debt))
-        markers: list[int] = []  # the stream each gap marker in lead is for
+            parts.append(bytes(self._debt))
+            zeros = 1
+        markers: list[int] = []  # the stream each gap marker in front is for
+        # markers for losses that happened before: stamped with the last time written
+        mono = self._last_mono or time.monotonic_ns()
+        wall = mono + time.time_ns() - time.monotonic_ns()
         for stream, counts in sorted(self._unwritten.items()):
             markers.append(stream)
             gap = _gap_bytes(stream, counts, f"spool write failed: {self.write_error}")
-            lead += (pack_record(salt, EVENT, time.monotonic_ns(), time.time_ns(), gap), gap)
-        if lead:
-            parts[:0] = lead
+            parts += (pack_record(salt, EVENT, mono, wall, gap), gap)
+        nbytes = self._records(parts)
         try:
             writev_all(self.fd, parts)
             self._debt = 0
             self._unwritten.clear()
         except PartialWrite as e:
-            self._after_partial(e, parts, 1 if self._debt else 0, markers)
-        with self._lock:
-            self._pending -= nbytes
-            self._space.notify_all()
+            self._after_partial(e, parts, zeros, markers)
+        self._out += nbytes
+        if self.no_loss:
+            with self._space:
+                self._space.notify_all()
 
     def _after_partial(self, e: PartialWrite, parts: list, zeros: int,
                        markers: list[int]) -> None:
@@ -369,6 +460,7 @@ class SpoolWriter:
             pos = len(parts[0])
             if pos > done:  # the zeros still owed: all that did not reach the file
                 debt = pos - done
+        lost = self._write_lost
         for i in range(zeros, len(parts), 2):
             head, data = parts[i], parts[i + 1]
             start = pos
@@ -383,42 +475,57 @@ class SpoolWriter:
                 debt = end - done if done - start >= REC_HSIZE else 0
             stream = REC_TAIL.unpack_from(head, 8)[2]
             if stream != EVENT:
-                u = self._unwritten.setdefault(stream, [0, 0, 0])
-                lines = data.count(b"\n")  # only on this rare path, never per batch
+                slot = C2A if stream == C2A_LATE else stream
+                u = self._unwritten.setdefault(slot, [0, 0, 0])
+                lines = newlines(data)  # only on this rare path
                 u[0] += 1
                 u[1] += len(data)
                 u[2] += lines
-                with self._lock:
-                    self.lost_chunks += 1
-                    self.lost_bytes += len(data)
-                    self.lost_frames += lines
+                lost[0] += 1
+                lost[1] += len(data)
+                lost[2] += lines
         self._debt = debt
 
     def _run(self) -> None:
+        in_ = self._in
+        since = time.monotonic()  # the start of the current measure of the relay's rate
+        moved = 0  # bytes queued by then
+        active = since - QUIET_S  # the last time the relay was busy
         while not self._closed:
-            if not self._parts:
+            if in_[0] + in_[1] + in_[2] - self._out <= self.wake_bytes:
                 self._wake.wait(self.flush_interval)
             self._wake.clear()
+            self._woken = False
             self._drain()
+            hook = self.on_busy
+            if hook is not None:
+                now = time.monotonic()
+                if now - since >= self.flush_interval:
+                    total = in_[0] + in_[1] + in_[2]
+                    if total - moved >= BUSY_BYTES_S * (now - since):
+                        active = now
+                    moved, since = total, now
+                    # said every time (the hook acts on changes): a loader not started yet
+                    # when the relay got busy is lowered once it is
+                    hook(now - active < QUIET_S)
         self._drain()
 
     def close(self, **end_data) -> None:
         """Flush everything, write the end marker and close. Safe to call once."""
-        with self._lock:
-            for stream, counts in self._dropped.items():
-                self._append_event(_gap_bytes(stream, counts, QUEUE_FULL))
-            self._dropped.clear()
-            for (stream, reason), counts in self._discarded.items():
-                self._append_event(_gap_bytes(stream, counts, reason))
-            self._discarded.clear()
-            self._closed = True
-            self._space.notify_all()
+        self._closed = True  # from here on, what the relay puts is counted as lost
+        for slot in DATA_STREAMS:
+            self._mark_dropped(slot)
+        for (slot, reason), counts in list(self._discarded.items()):
+            self._q.append((EVENT, time.monotonic_ns(), _gap_bytes(slot, counts, reason), None))
+        self._discarded.clear()
+        if self.no_loss:
+            with self._space:
+                self._space.notify_all()
         self._wake.set()
         self._thread.join()
         end = _event_bytes("end", lost_chunks=self.lost_chunks, lost_bytes=self.lost_bytes,
                            lost_frames=self.lost_frames, **end_data)
-        with self._lock:
-            self._append_event(end)
+        self._q.append((EVENT, time.monotonic_ns(), end, None))
         self._drain()
         if self._map is not None:
             self._flags |= CLOSED
