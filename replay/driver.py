@@ -777,22 +777,29 @@ class _AgentReplay:
 
     def _exit_differs(self, code: int) -> str | None:
         """Why the live exit status is not the recorded one, or None. The status is compared as
-        wire-proxy records it (128 + N for signal N). A recorded signal from the client was
-        replayed at the same point: an agent it ended, or one that had ended cleanly before it
-        was due, matches."""
+        wire-proxy records it (128 + N for signal N).
+
+        A session the recorded client ended with a signal (an IDE closing the agent with
+        SIGTERM) is compared by its ending, not its number: an agent that handles the signal
+        exits 0, one that does not is ended by it (143), and which of the two happens depends on
+        what the agent was doing when it came. So where the recorded agent ended either way,
+        the live one matches when it ended either way too (or had exited cleanly before the
+        signal was due); any other status (a crash on the signal) is compared as is."""
         rec = self.rec
         status = 128 - code if code < 0 else code
         got = f"was ended by {_sig_name(-code)}" if code < 0 else f"exited with code {code}"
         sent = [name for _, _, name in rec.signals]
         if sent:
-            if rec.exit_signal in sent or rec.exit_code == 128 + _signum(sent[-1]):
-                if status in (128 + _signum(n) for n in sent):
-                    return None
-                if code == 0 and not self.signals_sent:  # gone before the signal was due
+            endings = {0} | {128 + _signum(n) for n in sent}
+            if rec.exit_signal in sent or rec.exit_code in endings:
+                if status in endings:
                     return None
                 after = (f" after the replayed {', '.join(self.signals_sent)}"
                          if self.signals_sent else "")
-                return f"the agent {got}{after}, recorded: ended by {rec.exit_signal or sent[-1]}"
+                how = (f"ended by {rec.exit_signal}" if rec.exit_signal
+                       else f"exited with code {rec.exit_code}")
+                return (f"the agent {got}{after}; recorded: {how} on the client's {sent[-1]} "
+                        f"(exit 0 or ended by {sent[-1]} would match)")
         if rec.exit_code is None or status == rec.exit_code:
             return None
         if rec.exit_signal:
