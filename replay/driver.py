@@ -49,6 +49,7 @@ from .normalize import (
 from .options import OnUnmatched, values
 from .origins import find_origins, resume_args
 from .recording import Msg, Recording, load, parse_msg
+from .workdir import recorded_workdir
 
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
 # is doing at that moment (wire spec §5: an immediate cancel changes which frames appear), so even
@@ -335,7 +336,12 @@ class _AgentReplay:
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
+        # the recorded work dir (an ACP client's session/new cwd) stands for the live one
+        workdir = recorded_workdir(rec)
         rec_values = environment_values(rec.command, rec.cwd, adapter=self.adapter)
+        if workdir and workdir != rec.cwd:
+            rec_values = sorted(set(rec_values + environment_values([], workdir)),
+                                key=lambda x: -len(x[0]))
         self.rec_norm = Normalizer(rules, rec_values, self.adapter)
         # recorded answers are re-served into the live run, so the recorded paths in them can come
         # back in live frames (an MCP server echoing the roots it was given)
@@ -347,7 +353,7 @@ class _AgentReplay:
         # (an ACP client names it in session/new) and values the agent mints in its responses
         # (ACP sessionId, MCP requestState). Rewritten in the client's frames before they go out.
         self.value_map: dict[bytes, bytes] = dict(values or {})  # whole JSON strings
-        self._paths = WorkDirRewrite(rec.cwd, cwd)
+        self._paths = WorkDirRewrite(workdir, cwd)
         self.rec_responses = {m.id_key: m for m in rec.msgs
                               if m.direction == "a2c" and m.kind in ("response", "error")
                               and m.id_key in rec.client_requests}
@@ -950,7 +956,7 @@ class _Setup:
     The set-up modules are optional: a tree without them replays as before."""
 
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
-                 cwd: str | None, opts: ReplayOptions):
+                 cwd: str | None, opts: ReplayOptions, given_cwd: str | None = None):
         self.argv, self.env, self.cwd = argv, env, cwd
         self.notes: list[str] = []
         self.differences: list[str] = []
@@ -958,7 +964,9 @@ class _Setup:
         self.pin: Any = None
         prepare = _optional("workdir", "prepare_workdir")
         if prepare is not None:
-            self.plan = prepare(rec, cwd)
+            # the snapshot is copied unless a dir was asked for (--cwd; not the recorded cwd
+            # that --recorded-command defaults to)
+            self.plan = prepare(rec, cwd, copy_snapshot=given_cwd is None)
             self.cwd = self.plan.cwd or cwd
             self.differences = list(self.plan.differences or [])
             self.notes += list(self.plan.notes or [])
@@ -985,7 +993,7 @@ class _Setup:
     def use(self, r: Recording, extra: Sequence[str], path: str | None) -> tuple[list[str], Any]:
         """The argv and env of the run of `r`, its LLM scripts written."""
         if self.pin is not None:
-            self.pin.use(r, r.cwd, self.cwd or os.getcwd())
+            self.pin.use(r, recorded_workdir(r), self.cwd or os.getcwd())
             if path:
                 self.pin.write_scripts(path)
         return self.argv + list(extra), self.env
@@ -1055,8 +1063,10 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
     else:
         raise no_agent_command(rec)
     found = find_origins(rec, origin_files)
-    setup = _Setup(rec, argv, env, run_cwd, opts)
+    setup = _Setup(rec, argv, env, run_cwd, opts, given_cwd=cwd)
     try:
+        # the live work dir, which stands for the recorded one (replay.workdir)
+        setup.cwd = os.path.abspath(setup.cwd or os.getcwd())
         flags = resume_args(found.chain + [rec], argv)
         values: dict[bytes, bytes] = {}
         before = []
