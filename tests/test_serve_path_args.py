@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sample_sessions.mcp_scenarios import MCP_SCENARIOS, make_git_repo
-from tests.harness.mcp import Call, McpRun, check_mcp_scenario, run_mcp_scenario
+from tests.harness.mcp import McpRun, check_mcp_scenario, run_mcp_scenario
 from tests.harness.recording import proxy_prefix
 from wire_recorder.recorder.handoff import wait_for_loaders
 
