@@ -10,7 +10,9 @@ counterpart of the same kind (counted by kind/type, not content, so a changed te
 the replay go on), or once the response that closed the previous exchange (e.g. the previous
 turn's prompt response) has arrived and everything recorded after it has too. Nothing waits
 forever: silence longer than `frame_timeout` while something is expected, or the whole-run
-`timeout`, fails the replay and ends the agent.
+`timeout`, fails the replay and ends the agent. Start-up is not a frame timeout: until the agent
+has answered its first request it may stay silent `startup_timeout` (kimi can take a minute to
+start on a busy machine, and a transcript has no recorded times to stretch a budget from).
 """
 
 from __future__ import annotations
@@ -64,6 +66,26 @@ CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"
 
 
 PROGRESS_EVERY_S = 0.2  # how often ReplayOptions.progress is called while a replay runs
+# Start-up is not a frame timeout: an agent process that is alive and has not yet answered its
+# first request is waited for this long (kimi takes up to a minute on a busy 2-core runner, and
+# a transcript has no recorded times to stretch a budget from); frame timeouts apply once it has.
+STARTUP_TIMEOUT_S = 300.0
+STARTUP_ENV = "WIRE_REPLAY_STARTUP_TIMEOUT"
+
+
+def startup_default() -> float:
+    """The start-up wait when none is given: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300 s."""
+    text = os.environ.get(STARTUP_ENV, "").strip()
+    if not text:
+        return STARTUP_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{STARTUP_ENV}={text[:40]!r} is not a positive number of seconds",
+                         f"unset it, or give e.g. {STARTUP_ENV}=600")
+    return value
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,8 @@ class ReplayOptions:
     on_unmatched: str = "fail"  # fail | reject | error
     speed: float = 0.0  # 0: as fast as possible; 1: recorded gaps; N: gaps / N
     frame_timeout: float = 30.0  # silence while something is expected
+    # silence of an agent that has not answered its first request yet (None: startup_default())
+    startup_timeout: float | None = None
     timeout: float = 600.0  # whole run
     # run the command stored in the recording when no agent command is given: a recording is
     # untrusted input, so only on explicit request (wire-replay --recorded-command)
@@ -103,7 +127,9 @@ class ReplayOptions:
                              f"{', '.join(ON_UNMATCHED)}")
         if self.speed < 0:
             raise UsageError("--speed must be 0 (as fast as possible) or positive")
-        if self.frame_timeout <= 0 or self.timeout <= 0:
+        if self.startup_timeout is None:
+            self.startup_timeout = startup_default()
+        if self.frame_timeout <= 0 or self.timeout <= 0 or self.startup_timeout <= 0:
             raise UsageError("timeouts must be positive numbers of seconds")
         if self.live_llm and self.write_llm_script:
             raise UsageError("--write-llm-script writes the scripts of the pinned LLM: not with "
@@ -388,6 +414,9 @@ class _AgentReplay:
         self.stats: Counter[str] = Counter()
         self.signals_sent: list[str] = []
         self.setup_failed: str | None = None
+        # starting up until the agent answers its first request (or, for a recording with no
+        # answers to the client, says anything): silence is allowed startup_timeout till then
+        self.started = False
 
     # -- io ------------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
@@ -488,10 +517,15 @@ class _AgentReplay:
 
     def _allowed_silence(self) -> float:
         """--frame-timeout, or more where the recorded agent itself was silent longer (a slow
-        tool), so that an unchanged agent is not failed for being as slow as it was."""
+        tool), so that an unchanged agent is not failed for being as slow as it was; while the
+        agent starts up (has not answered its first request), at least --startup-timeout."""
         if self.step_i < len(self.steps):
-            return max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
-        return self.opts.frame_timeout
+            t = max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
+        else:
+            t = self.opts.frame_timeout
+        if not self.started:
+            t = max(t, self.opts.startup_timeout or STARTUP_TIMEOUT_S)
+        return t
 
     def _delay(self, s: _Step) -> float:
         if self.opts.speed > 0:
@@ -509,6 +543,8 @@ class _AgentReplay:
         self.live.append(m)
         self._frame("a2c", raw, nl, mono_ns=t_ns)
         self.counts[m.coarse] += 1
+        if not self.started and (m.kind in ("response", "error") or not self.rec_responses):
+            self.started = True
         where = self.pos.see(m)
         if self.cut_open:
             if m.kind in ("response", "error") and m.id_key in self.turn_keys:
@@ -844,6 +880,14 @@ class _AgentReplay:
             s = self.steps[self.step_i]
             miss = self._first_missing(s)
             exp = describe(miss) if miss is not None else "its next frame"
+            if not self.started:
+                self.divs.append(Divergence(
+                    "timeout", self.pos.where(),
+                    f"gave up at start-up: the agent did not answer its first request within "
+                    f"{t:.3g}s of starting (expected {exp}); on a slow machine raise the wait "
+                    f"with --startup-timeout S or {STARTUP_ENV}=S"))
+                self._stop(f"the agent did not start within {t:.3g}s (--startup-timeout)")
+                return
             self.divs.append(Divergence("timeout", self.pos.where(),
                                         f"waited {t:.3g}s for the agent: expected {exp} before the "
                                         f"client {s.label()}"))
