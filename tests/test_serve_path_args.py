@@ -22,7 +22,8 @@ from tests.harness.recording import proxy_prefix
 from wire_recorder.recorder.handoff import wait_for_loaders
 
 BIN = Path(sys.executable).parent
-GIT = MCP_SCENARIOS["mcp_git"]
+# a bound, not a budget: the client waits this long on a busy machine
+GIT = dataclasses.replace(MCP_SCENARIOS["mcp_git"], timeout=300.0)
 
 
 @pytest.fixture(scope="module")
