@@ -140,7 +140,7 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         on_unmatched: OnUnmatched = typer.Option(d["on_unmatched"], "--on-unmatched", help="an agent request with no recorded match: stop the replay (fail), or answer it with a rejection (reject) or a JSON-RPC error (error) and go on"),
         speed: float = typer.Option(d["speed"], "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
         frame_timeout: float = typer.Option(d["frame_timeout"], "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
-        startup_timeout: float | None = typer.Option(d["startup_timeout"], "--startup-timeout", help="seconds an agent that has not answered its first request yet may stay silent (default: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300); frame timeouts apply once it has", show_default=False),
+        startup_timeout: float | None = typer.Option(d["startup_timeout"], "--startup-timeout", help="seconds an agent that has said nothing yet (kimi: not answered initialize) may stay silent (default: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300); frame timeouts apply once it speaks", show_default=False),
         timeout: float = typer.Option(d["timeout"], "--timeout", help="seconds for the whole run"),
         recorded_command: bool = typer.Option(d["recorded_command"], "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
         live_llm: bool = typer.Option(d["live_llm"], "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),

@@ -11,7 +11,7 @@ the replay go on), or once the response that closed the previous exchange (e.g. 
 turn's prompt response) has arrived and everything recorded after it has too. Nothing waits
 forever: silence longer than `frame_timeout` while something is expected, or the whole-run
 `timeout`, fails the replay and ends the agent. Start-up is not a frame timeout: until the agent
-has answered its first request it may stay silent `startup_timeout` (kimi can take a minute to
+has said anything (kimi: answered initialize) it may stay silent `startup_timeout` (kimi can take a minute to
 start on a busy machine, and a transcript has no recorded times to stretch a budget from).
 """
 
@@ -66,9 +66,9 @@ CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"
 
 
 PROGRESS_EVERY_S = 0.2  # how often ReplayOptions.progress is called while a replay runs
-# Start-up is not a frame timeout: an agent process that is alive and has not yet answered its
-# first request is waited for this long (kimi takes up to a minute on a busy 2-core runner, and
-# a transcript has no recorded times to stretch a budget from); frame timeouts apply once it has.
+# Start-up is not a frame timeout: an agent process that is alive and has not said anything yet
+# (kimi's first frame answers initialize) is waited for this long (kimi takes up to a minute on a busy 2-core runner, and
+# a transcript has no recorded times to stretch a budget from); frame timeouts apply once it speaks.
 STARTUP_TIMEOUT_S = 300.0
 STARTUP_ENV = "WIRE_REPLAY_STARTUP_TIMEOUT"
 
@@ -107,7 +107,7 @@ class ReplayOptions:
     on_unmatched: str = "fail"  # fail | reject | error
     speed: float = 0.0  # 0: as fast as possible; 1: recorded gaps; N: gaps / N
     frame_timeout: float = 30.0  # silence while something is expected
-    # silence of an agent that has not answered its first request yet (None: startup_default())
+    # silence of an agent that has said nothing yet (None: startup_default())
     startup_timeout: float | None = None
     timeout: float = 600.0  # whole run
     # run the command stored in the recording when no agent command is given: a recording is
@@ -414,8 +414,8 @@ class _AgentReplay:
         self.stats: Counter[str] = Counter()
         self.signals_sent: list[str] = []
         self.setup_failed: str | None = None
-        # starting up until the agent answers its first request (or, for a recording with no
-        # answers to the client, says anything): silence is allowed startup_timeout till then
+        # starting up until the agent says anything (kimi's first frame is its answer to
+        # initialize): silence is allowed startup_timeout till then
         self.started = False
 
     # -- io ------------------------------------------------------------------------------------
@@ -518,7 +518,7 @@ class _AgentReplay:
     def _allowed_silence(self) -> float:
         """--frame-timeout, or more where the recorded agent itself was silent longer (a slow
         tool), so that an unchanged agent is not failed for being as slow as it was; while the
-        agent starts up (has not answered its first request), at least --startup-timeout."""
+        agent starts up (has said nothing yet), at least --startup-timeout."""
         if self.step_i < len(self.steps):
             t = max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
         else:
@@ -543,8 +543,7 @@ class _AgentReplay:
         self.live.append(m)
         self._frame("a2c", raw, nl, mono_ns=t_ns)
         self.counts[m.coarse] += 1
-        if not self.started and (m.kind in ("response", "error") or not self.rec_responses):
-            self.started = True
+        self.started = True
         where = self.pos.see(m)
         if self.cut_open:
             if m.kind in ("response", "error") and m.id_key in self.turn_keys:
@@ -838,10 +837,12 @@ class _AgentReplay:
                     return None
                 after = (f" after the replayed {', '.join(self.signals_sent)}"
                          if self.signals_sent else "")
-                how = (f"ended by {rec.exit_signal}" if rec.exit_signal
-                       else f"exited with code {rec.exit_code}")
-                return (f"the agent {got}{after}; recorded: {how} on the client's {sent[-1]} "
-                        f"(exit 0 or ended by {sent[-1]} would match)")
+                if rec.exit_signal:
+                    how, other = f"ended by {rec.exit_signal}", "an exit 0"
+                else:
+                    how = f"exited with code {rec.exit_code} on the client's {sent[-1]}"
+                    other = f"ended by {sent[-1]}"
+                return f"the agent {got}{after}, recorded: {how} ({other} would match too)"
         if rec.exit_code is None or status == rec.exit_code:
             return None
         if rec.exit_signal:
