@@ -110,7 +110,7 @@ class ProgressLine:
 DEFAULTS: dict[str, Any] = {
     "agent": None, "session": None, "serve": False, "update": False, "output": None,
     "match_on": None, "ignore": [], "no_default_ignores": False,
-    "on_unmatched": OnUnmatched.FAIL, "speed": 0.0, "frame_timeout": 30.0, "timeout": 600.0,
+    "on_unmatched": OnUnmatched.FAIL, "speed": 0.0, "frame_timeout": 30.0, "startup_timeout": None, "timeout": 600.0,
     "recorded_command": False, "live_llm": False, "write_llm_script": None, "cwd": None,
     "env": [], "origin": [], "report": None, "as_json": False, "quiet": False}
 
@@ -140,6 +140,7 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         on_unmatched: OnUnmatched = typer.Option(d["on_unmatched"], "--on-unmatched", help="an agent request with no recorded match: stop the replay (fail), or answer it with a rejection (reject) or a JSON-RPC error (error) and go on"),
         speed: float = typer.Option(d["speed"], "--speed", help="0: as fast as possible; 1: recorded gaps; N: gaps / N"),
         frame_timeout: float = typer.Option(d["frame_timeout"], "--frame-timeout", help="seconds of silence allowed while a frame is expected"),
+        startup_timeout: float | None = typer.Option(d["startup_timeout"], "--startup-timeout", help="seconds an agent that has said nothing yet (kimi: not answered initialize) may stay silent (default: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300); frame timeouts apply once it speaks", show_default=False),
         timeout: float = typer.Option(d["timeout"], "--timeout", help="seconds for the whole run"),
         recorded_command: bool = typer.Option(d["recorded_command"], "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
         live_llm: bool = typer.Option(d["live_llm"], "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
@@ -163,10 +164,11 @@ _FLAGS = {"--serve": "serve", "--update": "update", "--no-default-ignores": "no_
           "--quiet": "quiet", "-q": "quiet"}
 _VALUES = {"--session": "session", "-s": "session", "--output": "output", "-o": "output",
            "--match-on": "match_on", "--on-unmatched": "on_unmatched", "--speed": "speed",
-           "--frame-timeout": "frame_timeout", "--timeout": "timeout",
+           "--frame-timeout": "frame_timeout", "--startup-timeout": "startup_timeout",
+           "--timeout": "timeout",
            "--write-llm-script": "write_llm_script", "--cwd": "cwd", "--report": "report"}
 _LISTS = {"--ignore": "ignore", "--env": "env", "--origin": "origin"}
-_FLOATS = ("speed", "frame_timeout", "timeout")
+_FLOATS = ("speed", "frame_timeout", "startup_timeout", "timeout")
 
 
 def fast_args(args: Sequence[str]) -> dict[str, Any] | None:
@@ -234,7 +236,8 @@ def _decimal(text: str) -> bool:
 def replay_command(session_file: str, agent: list[str] | None, session: str | None,
                    serve: bool, update: bool, output: str | None, match_on: str | None,
                    ignore: list[str], no_default_ignores: bool, on_unmatched: OnUnmatched,
-                   speed: float, frame_timeout: float, timeout: float, recorded_command: bool,
+                   speed: float, frame_timeout: float, startup_timeout: float | None,
+                   timeout: float, recorded_command: bool,
                    live_llm: bool, write_llm_script: str | None, cwd: str | None,
                    env: list[str], origin: list[str], report: str | None, as_json: bool,
                    quiet: bool) -> int:
@@ -250,7 +253,8 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
     opts = ReplayOptions(match_on=match_on.split(",") if match_on else None,
                          ignore=[IgnoreRule.parse(i) for i in ignore],
                          default_ignores=not no_default_ignores, on_unmatched=on_unmatched.value,
-                         speed=speed, frame_timeout=frame_timeout, timeout=timeout,
+                         speed=speed, frame_timeout=frame_timeout,
+                         startup_timeout=startup_timeout, timeout=timeout,
                          recorded_command=recorded_command, live_llm=live_llm,
                          write_llm_script=write_llm_script).validate()
     return run(session_file, mode, opts, agent=agent, session=session, output=output, cwd=cwd,

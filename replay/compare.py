@@ -33,6 +33,9 @@ class Divergence:
     seg: int = -1  # segment (anchors seen) of the recorded frame, for cutting a stopped replay
     index: int = -1  # the recorded frame's index among the session's messages
 
+    def __post_init__(self) -> None:
+        self.message = _distinct(self.message, self.details)
+
     def headline(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
 
@@ -45,6 +48,20 @@ class Divergence:
         if self.details:
             d["details"] = self.details
         return d
+
+
+def _distinct(message: str, details: list[str]) -> str:
+    """`message` without a contrast of two identical texts ("expected X, got X": short labels
+    that cut two frames alike, or differences only in what both sides mask): the second one
+    becomes where they differ."""
+    for sep in (", got ", ", recorded "):
+        i = message.rfind(sep)
+        tail = message[i + len(sep):] if i >= 0 else ""
+        j = i - len(tail)  # where the first text would start: after a space, as a whole
+        if tail and message[:i].endswith(tail) and (j == 0 or message[j - 1] == " "):
+            where = f"in {details[0]}" if details else "beyond what the labels show"
+            return f"{message[:i]}{sep}one that differs {where}"
+    return message
 
 
 @dataclass(slots=True)

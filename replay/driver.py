@@ -10,7 +10,9 @@ counterpart of the same kind (counted by kind/type, not content, so a changed te
 the replay go on), or once the response that closed the previous exchange (e.g. the previous
 turn's prompt response) has arrived and everything recorded after it has too. Nothing waits
 forever: silence longer than `frame_timeout` while something is expected, or the whole-run
-`timeout`, fails the replay and ends the agent.
+`timeout`, fails the replay and ends the agent. Start-up is not a frame timeout: until the agent
+has said anything (kimi: answered initialize) it may stay silent `startup_timeout` (kimi can take a minute to
+start on a busy machine, and a transcript has no recorded times to stretch a budget from).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from .normalize import (
 from .options import OnUnmatched, values
 from .origins import find_origins, resume_args
 from .recording import Msg, Recording, load, parse_msg
+from .workdir import recorded_workdir
 
 # The adapter's racy methods (Wire cancel and steer, ACP session/cancel) act on whatever the agent
 # is doing at that moment (wire spec §5: an immediate cancel changes which frames appear), so even
@@ -63,6 +66,26 @@ CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"
 
 
 PROGRESS_EVERY_S = 0.2  # how often ReplayOptions.progress is called while a replay runs
+# Start-up is not a frame timeout: an agent process that is alive and has not said anything yet
+# (kimi's first frame answers initialize) is waited for this long (kimi takes up to a minute on a busy 2-core runner, and
+# a transcript has no recorded times to stretch a budget from); frame timeouts apply once it speaks.
+STARTUP_TIMEOUT_S = 300.0
+STARTUP_ENV = "WIRE_REPLAY_STARTUP_TIMEOUT"
+
+
+def startup_default() -> float:
+    """The start-up wait when none is given: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300 s."""
+    text = os.environ.get(STARTUP_ENV, "").strip()
+    if not text:
+        return STARTUP_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{STARTUP_ENV}={text[:40]!r} is not a positive number of seconds",
+                         f"unset it, or give e.g. {STARTUP_ENV}=600")
+    return value
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,8 @@ class ReplayOptions:
     on_unmatched: str = "fail"  # fail | reject | error
     speed: float = 0.0  # 0: as fast as possible; 1: recorded gaps; N: gaps / N
     frame_timeout: float = 30.0  # silence while something is expected
+    # silence of an agent that has said nothing yet (None: startup_default())
+    startup_timeout: float | None = None
     timeout: float = 600.0  # whole run
     # run the command stored in the recording when no agent command is given: a recording is
     # untrusted input, so only on explicit request (wire-replay --recorded-command)
@@ -102,7 +127,9 @@ class ReplayOptions:
                              f"{', '.join(ON_UNMATCHED)}")
         if self.speed < 0:
             raise UsageError("--speed must be 0 (as fast as possible) or positive")
-        if self.frame_timeout <= 0 or self.timeout <= 0:
+        if self.startup_timeout is None:
+            self.startup_timeout = startup_default()
+        if self.frame_timeout <= 0 or self.timeout <= 0 or self.startup_timeout <= 0:
             raise UsageError("timeouts must be positive numbers of seconds")
         if self.live_llm and self.write_llm_script:
             raise UsageError("--write-llm-script writes the scripts of the pinned LLM: not with "
@@ -335,7 +362,12 @@ class _AgentReplay:
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
+        # the recorded work dir (an ACP client's session/new cwd) stands for the live one
+        workdir = recorded_workdir(rec)
         rec_values = environment_values(rec.command, rec.cwd, adapter=self.adapter)
+        if workdir and workdir != rec.cwd:
+            rec_values = sorted(set(rec_values + environment_values([], workdir)),
+                                key=lambda x: -len(x[0]))
         self.rec_norm = Normalizer(rules, rec_values, self.adapter)
         # recorded answers are re-served into the live run, so the recorded paths in them can come
         # back in live frames (an MCP server echoing the roots it was given)
@@ -349,7 +381,7 @@ class _AgentReplay:
         # (an ACP client names it in session/new) and values the agent mints in its responses
         # (ACP sessionId, MCP requestState). Rewritten in the client's frames before they go out.
         self.value_map: dict[bytes, bytes] = dict(values or {})  # whole JSON strings
-        self._paths = WorkDirRewrite(rec.cwd, cwd)
+        self._paths = WorkDirRewrite(workdir, cwd)
         self.rec_responses = {m.id_key: m for m in rec.msgs
                               if m.direction == "a2c" and m.kind in ("response", "error")
                               and m.id_key in rec.client_requests}
@@ -384,6 +416,9 @@ class _AgentReplay:
         self.stats: Counter[str] = Counter()
         self.signals_sent: list[str] = []
         self.setup_failed: str | None = None
+        # starting up until the agent says anything (kimi's first frame is its answer to
+        # initialize): silence is allowed startup_timeout till then
+        self.started = False
 
     # -- io ------------------------------------------------------------------------------------
     def _read_stdout(self) -> None:
@@ -484,10 +519,15 @@ class _AgentReplay:
 
     def _allowed_silence(self) -> float:
         """--frame-timeout, or more where the recorded agent itself was silent longer (a slow
-        tool), so that an unchanged agent is not failed for being as slow as it was."""
+        tool), so that an unchanged agent is not failed for being as slow as it was; while the
+        agent starts up (has said nothing yet), at least --startup-timeout."""
         if self.step_i < len(self.steps):
-            return max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
-        return self.opts.frame_timeout
+            t = max(self.opts.frame_timeout, 2 * self.steps[self.step_i].max_silence + 1)
+        else:
+            t = self.opts.frame_timeout
+        if not self.started:
+            t = max(t, self.opts.startup_timeout or STARTUP_TIMEOUT_S)
+        return t
 
     def _delay(self, s: _Step) -> float:
         if self.opts.speed > 0:
@@ -505,6 +545,7 @@ class _AgentReplay:
         self.live.append(m)
         self._frame("a2c", raw, nl, mono_ns=t_ns)
         self.counts[m.coarse] += 1
+        self.started = True
         where = self.pos.see(m)
         if self.cut_open:
             if m.kind in ("response", "error") and m.id_key in self.turn_keys:
@@ -779,22 +820,31 @@ class _AgentReplay:
 
     def _exit_differs(self, code: int) -> str | None:
         """Why the live exit status is not the recorded one, or None. The status is compared as
-        wire-proxy records it (128 + N for signal N). A recorded signal from the client was
-        replayed at the same point: an agent it ended, or one that had ended cleanly before it
-        was due, matches."""
+        wire-proxy records it (128 + N for signal N).
+
+        A session the recorded client ended with a signal (an IDE closing the agent with
+        SIGTERM) is compared by its ending, not its number: an agent that handles the signal
+        exits 0, one that does not is ended by it (143), and which of the two happens depends on
+        what the agent was doing when it came. So where the recorded agent ended either way,
+        the live one matches when it ended either way too (or had exited cleanly before the
+        signal was due); any other status (a crash on the signal) is compared as is."""
         rec = self.rec
         status = 128 - code if code < 0 else code
         got = f"was ended by {_sig_name(-code)}" if code < 0 else f"exited with code {code}"
         sent = [name for _, _, name in rec.signals]
         if sent:
-            if rec.exit_signal in sent or rec.exit_code == 128 + _signum(sent[-1]):
-                if status in (128 + _signum(n) for n in sent):
-                    return None
-                if code == 0 and not self.signals_sent:  # gone before the signal was due
+            endings = {0} | {128 + _signum(n) for n in sent}
+            if rec.exit_signal in sent or rec.exit_code in endings:
+                if status in endings:
                     return None
                 after = (f" after the replayed {', '.join(self.signals_sent)}"
                          if self.signals_sent else "")
-                return f"the agent {got}{after}, recorded: ended by {rec.exit_signal or sent[-1]}"
+                if rec.exit_signal:
+                    how, other = f"ended by {rec.exit_signal}", "an exit 0"
+                else:
+                    how = f"exited with code {rec.exit_code} on the client's {sent[-1]}"
+                    other = f"ended by {sent[-1]}"
+                return f"the agent {got}{after}, recorded: {how} ({other} would match too)"
         if rec.exit_code is None or status == rec.exit_code:
             return None
         if rec.exit_signal:
@@ -833,6 +883,14 @@ class _AgentReplay:
             s = self.steps[self.step_i]
             miss = self._first_missing(s)
             exp = describe(miss) if miss is not None else "its next frame"
+            if not self.started:
+                self.divs.append(Divergence(
+                    "timeout", self.pos.where(),
+                    f"gave up at start-up: the agent did not answer its first request within "
+                    f"{t:.3g}s of starting (expected {exp}); on a slow machine raise the wait "
+                    f"with --startup-timeout S or {STARTUP_ENV}=S"))
+                self._stop(f"the agent did not start within {t:.3g}s (--startup-timeout)")
+                return
             self.divs.append(Divergence("timeout", self.pos.where(),
                                         f"waited {t:.3g}s for the agent: expected {exp} before the "
                                         f"client {s.label()}"))
@@ -945,7 +1003,7 @@ class _Setup:
     The set-up modules are optional: a tree without them replays as before."""
 
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
-                 cwd: str | None, opts: ReplayOptions):
+                 cwd: str | None, opts: ReplayOptions, given_cwd: str | None = None):
         self.argv, self.env, self.cwd = argv, env, cwd
         self.notes: list[str] = []
         self.differences: list[str] = []
@@ -953,7 +1011,9 @@ class _Setup:
         self.pin: Any = None
         prepare = _optional("workdir", "prepare_workdir")
         if prepare is not None:
-            self.plan = prepare(rec, cwd)
+            # the snapshot is copied unless a dir was asked for (--cwd; not the recorded cwd
+            # that --recorded-command defaults to)
+            self.plan = prepare(rec, cwd, copy_snapshot=given_cwd is None)
             self.cwd = self.plan.cwd or cwd
             self.differences = list(self.plan.differences or [])
             self.notes += list(self.plan.notes or [])
@@ -980,7 +1040,7 @@ class _Setup:
     def use(self, r: Recording, extra: Sequence[str], path: str | None) -> tuple[list[str], Any]:
         """The argv and env of the run of `r`, its LLM scripts written."""
         if self.pin is not None:
-            self.pin.use(r, r.cwd, self.cwd or os.getcwd())
+            self.pin.use(r, recorded_workdir(r), self.cwd or os.getcwd())
             if path:
                 self.pin.write_scripts(path)
         return self.argv + list(extra), self.env
@@ -1050,8 +1110,10 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
     else:
         raise no_agent_command(rec)
     found = find_origins(rec, origin_files)
-    setup = _Setup(rec, argv, env, run_cwd, opts)
+    setup = _Setup(rec, argv, env, run_cwd, opts, given_cwd=cwd)
     try:
+        # the live work dir, which stands for the recorded one (replay.workdir)
+        setup.cwd = os.path.abspath(setup.cwd or os.getcwd())
         flags = resume_args(found.chain + [rec], argv)
         values: dict[bytes, bytes] = {}
         before = []

@@ -123,6 +123,29 @@ class WorkDirRewrite:
         return raw
 
 
+def rerooted_command(command: Sequence[str], recorded_cwd: str | None,
+                     live_cwd: str) -> list[str]:
+    """The recorded `command` as if started from `live_cwd`: each absolute-path argument that
+    shares more than `/` with `recorded_cwd` moves along with it (`/tmp/a/work` becoming
+    `/tmp/b/work` takes `--repository /tmp/a/repo` to `/tmp/b/repo`). What a stand-in
+    (`--serve`) masks on the live side, where the client's own command is not known: the
+    unchanged client, run from a dir laid out as the recorded one, names the same things."""
+    if not recorded_cwd or not os.path.isabs(recorded_cwd):
+        return list(command)
+    rec = os.path.normpath(recorded_cwd)
+
+    def move(p: str) -> str:
+        if not os.path.isabs(p) or os.path.commonpath([rec, os.path.normpath(p)]) == os.sep:
+            return p
+        return os.path.normpath(os.path.join(live_cwd, os.path.relpath(p, rec)))
+
+    out = list(command[:1])
+    for a in command[1:]:
+        flag, eq, val = a.partition("=")
+        out.append(f"{flag}={move(val)}" if eq and not a.startswith("/") else move(a))
+    return out
+
+
 def environment_values(command: Sequence[str], cwd: str | None,
                        env: dict[str, str] | None = None,
                        adapter: Adapter = DEFAULT_ADAPTER) -> list[tuple[bytes, bytes]]:

@@ -31,7 +31,7 @@ import orjson
 from .compare import Divergence, Position
 from .driver import LiveFrame, ReplayOptions, ReplayResult
 from .labels import describe, field_diff
-from .normalize import Normalizer, WorkDirRewrite, environment_values
+from .normalize import Normalizer, WorkDirRewrite, environment_values, rerooted_command
 from .recording import Msg, Recording, load, parse_msg
 
 _EOF = None
@@ -60,9 +60,11 @@ class _Serve:
         rules = opts.rules(rec.adapter)
         self.rec_norm = Normalizer(rules, environment_values(rec.command, rec.cwd,
                                                              adapter=rec.adapter), rec.adapter)
-        # the client under test started us in its work dir (its roots, its paths)
-        self.live_norm = Normalizer(rules, environment_values([], os.getcwd(), adapter=rec.adapter),
-                                    rec.adapter)
+        # the client under test started us in its work dir (its roots, its paths), and its paths
+        # lie where the recorded command's did, relative to it (normalize.rerooted_command)
+        self.live_norm = Normalizer(rules, environment_values(
+            rerooted_command(rec.command, rec.cwd, os.getcwd()), os.getcwd(),
+            adapter=rec.adapter), rec.adapter)
         # an ACP agent names files by absolute path, inside the work dir the client gave it
         self._paths = WorkDirRewrite(rec.cwd, os.getcwd())
         self.inbox: queue.Queue = queue.Queue()

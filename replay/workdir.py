@@ -1,12 +1,16 @@
 """The work dir a replay runs the agent in, from what the recording says about the recorded one
 (recorder/workdir.py).
 
-- The recording has a snapshot (`wire-proxy --snapshot-workdir`): the agent runs in a fresh
-  temporary copy of it, made here and removed by `WorkdirPlan.cleanup()`.
-- It has only a manifest: the agent runs in the given dir, which is compared with the manifest
-  first; `differences` names what is missing, extra or changed, for the report of a replay that
-  diverges.
-- It has neither (recorded before schema 5, or imported without one): nothing to do.
+One rule (docs/replay.md, "Work dir"): the agent runs in the dir given (`--cwd`); without one,
+in a fresh temporary copy of the recorded snapshot when there is one (made here, removed by
+`WorkdirPlan.cleanup()`), else in the current dir. That live dir stands for the recorded work dir
+(`recorded_workdir`: the cwd of an ACP client's `session/new`, else the recorded cwd) in what is
+sent to the agent and in the pinned model's paths; the recorded dir need not exist here.
+
+- A dir that is not a fresh copy is compared with the recorded manifest first; `differences`
+  names what is missing, extra or changed, for the report of a replay that diverges.
+- A recording with neither manifest nor snapshot (before schema 5, or imported without one):
+  nothing to compare.
 
 The manifest comes from a recording, which may come from anyone: a path is written only when it
 is relative and stays inside the copy (`safe_relpath`: no absolute path, no `..`), files are
@@ -83,13 +87,34 @@ def load_manifest(rec: Recording) -> Manifest | None:
         return None
 
 
-def prepare_workdir(rec: Recording, cwd: str | None) -> WorkdirPlan:
-    """Where to run the agent for this recording, and what the report should know about it."""
+def recorded_workdir(rec: Recording) -> str | None:
+    """The work dir the recorded agent worked in, which the live one stands for: the cwd an ACP
+    client named in its first `session/new` (or `session/load`), else the recorded cwd."""
+    for m in rec.msgs:
+        if m.direction == "c2a" and m.kind == "request" and \
+                m.method in ("session/new", "session/load"):
+            params = m.obj.get("params") if isinstance(m.obj, dict) else None
+            cwd = params.get("cwd") if isinstance(params, dict) else None
+            if isinstance(cwd, str) and os.path.isabs(cwd):
+                return cwd
+            break
+    return rec.cwd
+
+
+def prepare_workdir(rec: Recording, cwd: str | None, *,
+                    copy_snapshot: bool | None = None) -> WorkdirPlan:
+    """Where to run the agent for this recording, and what the report should know about it.
+    `cwd` is the dir asked for (None: the current dir); a recorded snapshot is copied only when
+    none was asked for (`copy_snapshot` says so where `cwd` is a default, like the recorded cwd
+    of --recorded-command)."""
+    if copy_snapshot is None:
+        copy_snapshot = cwd is None
     m = load_manifest(rec)
     if m is None or m.source is None:  # none, or one that could not be taken
         notes = [f"the recorded work dir's manifest: {n}" for n in (m.notes if m else [])]
         return WorkdirPlan(cwd, False, [], notes)
-    if m.snapshot:
+    notes = []
+    if m.snapshot and copy_snapshot:
         tmp = os.path.realpath(tempfile.mkdtemp(prefix="wire-replay-work-"))
         plan = WorkdirPlan(tmp, True, [], [], _tmp=tmp)
         try:
@@ -99,10 +124,12 @@ def prepare_workdir(rec: Recording, cwd: str | None) -> WorkdirPlan:
             raise
         kept = sum(len(files) for _, _, files in os.walk(tmp))
         plan.notes.insert(0, f"the agent runs in a fresh copy of the recorded work dir ({kept} "
-                             f"files from its snapshot)" + (f", not in {cwd}" if cwd else ""))
+                             f"files from its snapshot); --cwd DIR runs it in DIR instead")
         return plan
     target = cwd or os.getcwd()
-    notes = []
+    if m.snapshot:
+        notes.append(f"the agent runs in {_printable(target)}, not in a fresh copy of the "
+                     f"recorded work dir's snapshot (that is where it runs without --cwd)")
     if m.cut:
         notes.append("the recorded manifest was cut short (too many files): files it does not "
                      "list are not reported as extra")

@@ -39,6 +39,12 @@ from tests.harness.recording import record  # noqa: E402
 from wire_recorder.recorder import protocols  # noqa: E402
 from wire_recorder.recorder.errors import UserError  # noqa: E402
 
+# A busy machine: kimi may take a minute or more to answer initialize (docs/replay.md,
+# --startup-timeout, is the same rule for a replay); and the loader of a session whose client
+# gave up may still hold the file when the next scenario starts.
+START_UP_S = 300.0
+LOADER_WAIT_S = 600.0
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -48,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-transcript", action="store_true", help="do not write sample_sessions/*.jsonl")
     ap.add_argument("--protocol", choices=protocols.names(),
                     help="pass --protocol to wire-proxy (default: detect)")
+    ap.add_argument("--start-up", type=float, default=START_UP_S, metavar="SECONDS",
+                    help="seconds more each client waits for a slow agent start (a busy "
+                         f"machine; default {START_UP_S:g}): an agent that dies is seen at once")
     args = ap.parse_args(argv)
     names = args.names or [*SCENARIOS, *(n for n, sc in ACP_SCENARIOS.items() if sc.sample),
                            *MCP_SCENARIOS]
@@ -60,12 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.abspath(args.db) if args.db else os.path.join(tmp, "samples.db")
         for name in names:
+            # one scenario that fails (a client that gave up, a file still held) is reported
+            # and the others are still recorded
             try:
                 sid, problems = record(name, db, None if args.no_transcript else HERE,
-                                       args.protocol)
-            except (UserError, PeerMissing) as e:
+                                       args.protocol, start_up=args.start_up,
+                                       loader_wait=LOADER_WAIT_S)
+            except PeerMissing as e:
                 print(f"record.py: {name}: {e.one_line()}", file=sys.stderr)
                 return 2
+            except UserError as e:
+                sid, problems = "-", [e.one_line()]
             status = "ok" if not problems else "PROBLEMS: " + "; ".join(problems)
             failed += bool(problems)
             print(f"{name:22} session {sid}  {status}", file=sys.stderr)

@@ -243,17 +243,23 @@ def test_a_real_session_records_its_work_dir_and_a_replay_starts_from_a_copy(kim
     # a replay starts from a fresh copy of the snapshot, whatever the recorded dir holds now
     (run.workdir / "notes.txt").write_bytes(b"changed by the agent\n")
     for path in (db, t):
-        plan = prepare_workdir(replay_recording.load(str(path)), str(run.workdir))
+        plan = prepare_workdir(replay_recording.load(str(path)), None)
         try:
             assert plan.snapshot and plan.cwd and plan.cwd != str(run.workdir)
             copy = Path(plan.cwd)
             assert (copy / "notes.txt").read_bytes() == b"hello\n"
             assert os.access(copy / "src" / "tool.sh", os.X_OK)
             assert b"REDACTED:" in (copy / ".env").read_bytes()
-            assert plan.differences == [] and plan.notes[0].endswith(f"(3 files from its snapshot), not in {run.workdir}")
+            assert plan.differences == [] and \
+                plan.notes[0].endswith("(3 files from its snapshot); --cwd DIR runs it in DIR instead")
         finally:
             plan.cleanup()
         assert not os.path.exists(plan.cwd)
+        # a dir asked for (--cwd) is where the agent runs, compared with the snapshot's manifest
+        given = prepare_workdir(replay_recording.load(str(path)), str(run.workdir))
+        assert (given.cwd, given.snapshot) == (str(run.workdir), False)
+        assert given.differences == ["changed notes.txt (size 6 -> 21)"]
+        assert given.notes and "not in a fresh copy" in given.notes[0]
 
     # without a snapshot, the dir is compared with the manifest and the differences named
     (run.workdir / ".env").unlink()

@@ -3,6 +3,7 @@ check it, and export its transcript; sample_sessions/record.py is the command li
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from sample_sessions.scenarios import SCENARIOS
 from tests.harness.acp import check_acp_chain, run_acp_chain
 from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
 from tests.harness.wire import check_scenario, run_scenario
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import Aliases, write_transcript
 
@@ -26,23 +28,45 @@ def proxy_prefix(name: str, db: str, protocol: str | None = None) -> list[str]:
     return prefix + ["--"]
 
 
+def _slow(scenario, start_up: float):
+    """`scenario` with `start_up` more seconds for its client: an agent starting slowly (a busy
+    machine) is waited for, while one that dies is still seen at once (its output closes)."""
+    if not start_up:
+        return scenario
+    more: dict = {"timeout": scenario.timeout + start_up}
+    plan = getattr(scenario, "plan", None)
+    if plan is not None and hasattr(plan, "init_timeout"):  # Wire: the wait for initialize
+        more["plan"] = dataclasses.replace(plan, init_timeout=plan.init_timeout + start_up)
+    if getattr(scenario, "then", None) is not None:  # ACP: the agent process that reloads it
+        more["then"] = _slow(scenario.then, start_up)
+    if getattr(scenario, "era", None) == "2026":  # MCP: the SDK's wait for server/discover
+        more["client_args"] = (*scenario.client_args, "--discover-timeout", f"{10 + start_up:g}")
+    return dataclasses.replace(scenario, **more)
+
+
 def record(name: str, db: str, out_dir: Path | None = None,
-           protocol: str | None = None) -> tuple[str, list[str]]:
+           protocol: str | None = None, start_up: float = 0.0,
+           loader_wait: float | None = None) -> tuple[str, list[str]]:
     """Record one scenario into db (appending a session); return (session id, problems). With
-    out_dir, also write its transcript there as NAME.jsonl."""
+    out_dir, also write its transcript there as NAME.jsonl. `start_up`: seconds more for a slow
+    agent start; `loader_wait`: how long to wait for an earlier session's loader to let go of
+    db (a client that gave up leaves one storing what it had)."""
     prefix = proxy_prefix(name, db, protocol)
+    wait_for_loaders(db, loader_wait)
     mcp = None
     runs = 1  # agent processes, each a session
     if name in ACP_SCENARIOS:  # `kimi acp` driven by the ACP SDK client
-        acp_scenario = ACP_SCENARIOS[name]
+        acp_scenario = _slow(ACP_SCENARIOS[name], start_up)
         results = run_acp_chain(acp_scenario, prefix)
         runs = len(results)
         problems = check_acp_chain(acp_scenario, results)
     elif name in MCP_SCENARIOS:  # checked against the recorded frames below
-        mcp = (MCP_SCENARIOS[name], run_mcp_scenario(MCP_SCENARIOS[name], prefix))
+        mcp_scenario = _slow(MCP_SCENARIOS[name], start_up)
+        mcp = (mcp_scenario, run_mcp_scenario(mcp_scenario, prefix))
     else:
-        scenario = SCENARIOS[name]
+        scenario = _slow(SCENARIOS[name], start_up)
         problems = check_scenario(scenario, run_scenario(scenario, prefix))
+    wait_for_loaders(db, loader_wait)  # the proxy exits before its loader has stored the session
     with open_store(db, read_only=True) as store:
         sessions = [s for s in store.sessions() if s["name"] == name]
         if not sessions:

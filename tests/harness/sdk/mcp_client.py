@@ -219,6 +219,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     ap.add_argument("--client-info", metavar="JSON",
                     help="fields merged into the initialize clientInfo (mcp 1.x keeps unknown ones)")
     ap.add_argument("--timeout", type=float, default=30.0, help="give up after this many seconds")
+    ap.add_argument("--discover-timeout", type=float, metavar="SECONDS",
+                    help="mcp 2.x auto mode: wait this long for server/discover before falling "
+                         "back to initialize (the SDK's own is 10 s, less than a server may take "
+                         "to start on a busy machine)")
     return ap.parse_args(own), server
 
 
@@ -249,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cwd:
         params_kw["cwd"] = args.cwd
 
+    if args.discover_timeout and MCP_MAJOR >= 2:
+        import mcp.client.session as mcp_session  # the SDK reads it at each probe
+
+        mcp_session.DISCOVER_TIMEOUT_SECONDS = args.discover_timeout
     cb = Callbacks(Path(args.roots_dir))
     summary: dict[str, Any] = {"sdk": f"mcp {MCP_VERSION}", "era": args.era, "protocol_version": None,
                                "server_info": None, "tools": [], "results": []}
