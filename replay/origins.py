@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from wire_recorder.recorder.errors import UserError
-from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.store import Store, open_store
 from wire_recorder.recorder.transcript import load_recording
 
 from .recording import Recording, build_recording
@@ -145,6 +145,23 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
 
     resolve(rec, 0)
     return result
+
+
+AUTO_PICK_MAX = 8  # sessions in a file beyond which replay does not look for the final one
+
+
+def final_session(path: str, store: Store) -> str | None:
+    """The id of the one session of the .db at `path` (open as `store`) that no other session
+    there reopens (the others are its origins, replayed first anyway), so that replaying a
+    resumed session's file needs no --session; None when the file has one session, too many,
+    or no single such one."""
+    sessions = store.sessions()
+    if not 1 < len(sessions) <= AUTO_PICK_MAX:
+        return None
+    recs = [build_recording(path, s, store.frames(s["session_id"])) for s in sessions]
+    origins = {o.session_id for r in recs for o in find_origins(r).chain}
+    finals = [r.session_id for r in recs if r.session_id not in origins]
+    return finals[0] if len(finals) == 1 and origins else None
 
 
 def resume_flag(rec: Recording) -> tuple[str, str | None] | None:

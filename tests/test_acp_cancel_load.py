@@ -129,6 +129,22 @@ def test_origin_of_a_load_session_is_found_in_the_same_db(load_db):
     assert not find_origins(load(db, first["session_id"])).chain  # session/new needs nothing
 
 
+def test_the_file_of_a_reopened_session_needs_no_session_option(load_db, kimi_exe):
+    """Two sessions in the file, the first only the second's origin: the second is the one
+    replayed (its origin first), without --session."""
+    db, (first, second) = load_db
+    assert load(db).session_id == second["session_id"]
+    with _run(kimi_exe, "acp_load") as run:
+        env = run.env()
+        res = subprocess.run(
+            [str(BIN / "wire-replay"), db, "--cwd", str(run.workdir),
+             "--env", f"HOME={env['HOME']}",
+             "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}",
+             "--", *run.argv()], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"replayed first: session {first['session_id']}" in res.stdout, res.stdout
+
+
 def test_load_session_replays_after_its_origin(load_db, kimi_exe):
     db, (first, second) = load_db
     rec = load(db, second["session_id"])
