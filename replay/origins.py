@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.store import Store, open_store
@@ -162,6 +163,19 @@ def final_session(path: str, store: Store) -> str | None:
     origins = {o.session_id for r in recs for o in find_origins(r).chain}
     finals = [r.session_id for r in recs if r.session_id not in origins]
     return finals[0] if len(finals) == 1 and origins else None
+
+
+def resume_hint(r: Any) -> list[str]:
+    """For a red replay (a ReplayResult `r`) of a session whose recorded command resumed one by
+    id with no recording of it replayed first: the likely cause, and what to give (a session
+    started fresh with -S ID looks the same in its recording, so it is a hint, not a note)."""
+    flag = resume_flag(r.recording) if r.mode != "serve" and not r.origins else None
+    if flag is None or flag[1] is None:  # (-C without an origin has its note)
+        return []
+    return [f"the recorded command resumes session {flag[1]} ({flag[0]}) and no recording of "
+            f"it was replayed first: if the agent had that session before, give the recording "
+            f"that made it with --origin (wire-export writes it beside a transcript as "
+            f"NAME.origin.jsonl), or record both into one .db"]
 
 
 def resume_flag(rec: Recording) -> tuple[str, str | None] | None:

@@ -22,6 +22,7 @@ from tests.harness.kimi_peer import KimiRun, script, shell, text, usage
 from tests.harness.replay import WIRE_PROXY, cli_json, session_ids
 from tests.harness.scripted_client import Approval, ClientPlan, Prompt, run_client
 from wire_recorder.replay import ReplayOptions, replay_session
+from wire_recorder.replay.report import hints
 
 SCRIPTS = [script(usage(100, 10), shell("call-1", "echo first")),
            script(usage(140, 7), text("It ran."))]
@@ -135,5 +136,8 @@ def test_a_resumed_session_ended_by_sigterm_replays_green_from_the_file(chain_db
     finally:
         fresh.cleanup()
     assert not red.ok and not red.origins
+    # and says why: the recorded command resumed a session nothing here recorded
+    assert any(f"resumes session {kimi_id} (-S)" in h and "--origin" in h for h in hints(red)), \
+        hints(red)
     assert any(d.kind == "unmatched_request" and "ApprovalRequest Shell" in d.message
                for d in red.divergences), [d.headline() for d in red.divergences]
