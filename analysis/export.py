@@ -126,7 +126,16 @@ def export_file(writer: Callable[[Workspace, str, IO[bytes]], int], ws: Workspac
     the frame count."""
     try:
         with open_private(path) as out:
-            return writer(ws, sid, out)
+            n = writer(ws, sid, out)
+        if writer is write_transcript and path.endswith(".jsonl"):
+            # a resumed session's origin beside it, where wire-replay looks for it
+            from .export_origin import origin_of
+
+            origin = origin_of(ws, sid, _session_row, _frames)
+            if origin is not None:
+                with open_private(path[:-len(".jsonl")] + ".origin.jsonl") as out:
+                    writer(ws, origin, out)
+        return n
     except OSError as e:
         raise OutputError(f"cannot write {path}: {e.strerror}") from None
 

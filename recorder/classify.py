@@ -264,6 +264,9 @@ class Classifier:
         self.pending: dict[tuple[str, str, bool], int] = {}  # (direction, id, is str) -> frame
         self.n = 0
         self._foreign: dict[str, str | None] = {}  # method -> anomaly text
+        # client requests that offered a version (initialize, server/discover), by (id, is str):
+        # (method, offer); the agent's answer to one settles what the session negotiated
+        self._offers: dict[tuple[str, bool], tuple[str, str | None]] = {}
 
     def __call__(self, raw: bytes, direction: str) -> Extracted:
         self.n += 1
@@ -286,6 +289,11 @@ class Classifier:
                 # an MCP client that falls back from server/discover settles the version in
                 # initialize
                 self.version = hint[1]
+            if hint[0] == self.protocol and direction == "c2a" and ex.kind == "request" and \
+                    ex.rpc_id is not None and (hint[1] or ex.method == "initialize"):
+                self._offers[(ex.rpc_id, ex.id_is_str)] = (ex.method or "", hint[1])
+        elif self._offers and direction == "a2c" and ex.rpc_id is not None:
+            self._answered(raw, ex)
         method = ex.method
         if method is not None and self.protocol:
             try:
@@ -309,6 +317,21 @@ class Classifier:
                 self.pending.pop(("a2c" if direction == "c2a" else "c2a", rpc_id, ex.id_is_str),
                                  None)
         return ex
+
+
+    def _answered(self, raw: bytes, ex: Extracted) -> None:
+        """The agent's answer to a request that offered a version: the version it settles (the
+        agent's, e.g. Wire 1.10 to a client's 1.7) replaces the offer."""
+        asked = self._offers.pop((ex.rpc_id or "", ex.id_is_str), None)
+        if asked is None or ex.kind != "response" or self.protocol is None:
+            return
+        try:
+            result = orjson.loads(raw).get("result")
+        except (orjson.JSONDecodeError, AttributeError):
+            return
+        answered = protocols.get(self.protocol).answered_version(asked[0], asked[1], result)
+        if answered is not None:
+            self.version = answered
 
 
 def _join(a: str | None, b: str) -> str:

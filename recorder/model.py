@@ -198,7 +198,7 @@ SESSIONS = Table("sessions", (
     Column("command", "JSON", "the agent's command line (JSON array)"),
     Column("cwd", "VARCHAR", "the proxy's working directory"),
     Column("protocol", "VARCHAR", "`wire`, `acp`, `mcp` (given or detected), or `unknown`"),
-    Column("protocol_version", "VARCHAR", "the version the session's frames show ([protocols.md]"
+    Column("protocol_version", "VARCHAR", "the version the session negotiated (the agent's answer; [protocols.md]"
            "(protocols.md))"),
     Column("agent_pid", "INTEGER", "the agent's process id"),
     Column("exit_code", "INTEGER", "the agent's exit status (128 + N when signal N ended it)"),

@@ -13,6 +13,7 @@ from wire_recorder.recorder.protocols.text import MAX
 from wire_recorder.recorder.protocols.text import quote as _q
 from wire_recorder.recorder.protocols.text import short as _short
 
+from .listdiff import list_diff
 from .recording import Msg
 
 __all__ = ["MAX", "describe", "field_diff", "inner_event", "region_diff"]
@@ -76,6 +77,8 @@ def field_diff(a: Any, b: Any, path: str = "", out: list[str] | None = None,
             if len(out) >= limit:
                 break
         return out
+    if isinstance(a, list) and isinstance(b, list) and a != b:  # items added or removed
+        return list_diff(a, b, path, out, limit, field_diff)
     if a != b:
         if isinstance(a, str) and isinstance(b, str) and max(len(a), len(b)) > REGION:
             out.append(region_diff(a, b, path or "(frame)"))

@@ -22,9 +22,10 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from wire_recorder.recorder.errors import UserError
-from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.store import Store, open_store
 from wire_recorder.recorder.transcript import load_recording
 
 from .recording import Recording, build_recording
@@ -145,6 +146,36 @@ def find_origins(rec: Recording, sources: Sequence[str] = ()) -> Origins:
 
     resolve(rec, 0)
     return result
+
+
+AUTO_PICK_MAX = 8  # sessions in a file beyond which replay does not look for the final one
+
+
+def final_session(path: str, store: Store) -> str | None:
+    """The id of the one session of the .db at `path` (open as `store`) that no other session
+    there reopens (the others are its origins, replayed first anyway), so that replaying a
+    resumed session's file needs no --session; None when the file has one session, too many,
+    or no single such one."""
+    sessions = store.sessions()
+    if not 1 < len(sessions) <= AUTO_PICK_MAX:
+        return None
+    recs = [build_recording(path, s, store.frames(s["session_id"])) for s in sessions]
+    origins = {o.session_id for r in recs for o in find_origins(r).chain}
+    finals = [r.session_id for r in recs if r.session_id not in origins]
+    return finals[0] if len(finals) == 1 and origins else None
+
+
+def resume_hint(r: Any) -> list[str]:
+    """For a red replay (a ReplayResult `r`) of a session whose recorded command resumed one by
+    id with no recording of it replayed first: the likely cause, and what to give (a session
+    started fresh with -S ID looks the same in its recording, so it is a hint, not a note)."""
+    flag = resume_flag(r.recording) if r.mode != "serve" and not r.origins else None
+    if flag is None or flag[1] is None:  # (-C without an origin has its note)
+        return []
+    return [f"the recorded command resumes session {flag[1]} ({flag[0]}) and no recording of "
+            f"it was replayed first: if the agent had that session before, give the recording "
+            f"that made it with --origin (wire-export writes it beside a transcript as "
+            f"NAME.origin.jsonl), or record both into one .db"]
 
 
 def resume_flag(rec: Recording) -> tuple[str, str | None] | None:

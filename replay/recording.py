@@ -350,6 +350,10 @@ def _load_db(path: str, session_id: str | None) -> tuple[dict, list[Frame], Any]
     from wire_recorder.recorder.workdir import read_stored
 
     with open_store(path, read_only=True) as store:
+        if session_id is None:  # a resumed session's file: its origins are no choice
+            from .origins import final_session  # (origins builds on this module)
+
+            session_id = final_session(path, store)
         session = store.session(session_id)
         frames = store.frames(session["session_id"])
         try:

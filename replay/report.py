@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from .driver import ReplayResult
+from .origins import resume_hint
 
 SECTIONS = (
     ("stream", ("changed", "missing", "extra"), "differences in the agent's frames"),
@@ -63,6 +64,7 @@ def hints(r: ReplayResult) -> list[str]:
     if diffs:
         shown = "; ".join(diffs[:5]) + (f"; … {len(diffs) - 5} more" if len(diffs) > 5 else "")
         out.append(f"the work dir is not as it was when the session was recorded: {shown}")
+    out += resume_hint(r)
     return out
 
 

@@ -129,6 +129,51 @@ def test_origin_of_a_load_session_is_found_in_the_same_db(load_db):
     assert not find_origins(load(db, first["session_id"])).chain  # session/new needs nothing
 
 
+def test_the_file_of_a_reopened_session_needs_no_session_option(load_db, kimi_exe):
+    """Two sessions in the file, the first only the second's origin: the second is the one
+    replayed (its origin first), without --session."""
+    db, (first, second) = load_db
+    assert load(db).session_id == second["session_id"]
+    with _run(kimi_exe, "acp_load") as run:
+        env = run.env()
+        res = subprocess.run(
+            [str(BIN / "wire-replay"), db, "--cwd", str(run.workdir),
+             "--env", f"HOME={env['HOME']}",
+             "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}",
+             "--", *run.argv()], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"replayed first: session {first['session_id']}" in res.stdout, res.stdout
+
+
+def test_an_exported_reopened_session_carries_its_origin_and_replays_alone(load_db, kimi_exe,
+                                                                           tmp_path):
+    """wire-export of the reopened session writes NAME.origin.jsonl beside its transcript (where
+    wire-replay looks), so the exported file replays green on its own."""
+    db, (first, second) = load_db
+    out = tmp_path / "reopened.jsonl"
+    exp = subprocess.run([str(BIN / "wire-export"), db, "--session", second["session_id"],
+                          "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert exp.returncode == 0, exp.stderr
+    origin = tmp_path / "reopened.origin.jsonl"
+    assert origin.is_file(), "no origin file written beside the export"
+    methods = {m.method for m in load(str(origin)).msgs}  # (a transcript's id is its file name)
+    assert "session/new" in methods and "session/load" not in methods
+    assert origin.stat().st_mode & 0o777 == 0o600
+    first_only = tmp_path / "first.jsonl"  # a session that reopens nothing gets no origin file
+    subprocess.run([str(BIN / "wire-export"), db, "--session", first["session_id"], "-o",
+                    str(first_only)], check=True, capture_output=True, timeout=120)
+    assert not (tmp_path / "first.origin.jsonl").exists()
+    with _run(kimi_exe, "acp_load") as run:
+        env = run.env()
+        res = subprocess.run(
+            [str(BIN / "wire-replay"), str(out), "--cwd", str(run.workdir),
+             "--env", f"HOME={env['HOME']}",
+             "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}",
+             "--", *run.argv()], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "replayed first: session reopened.origin" in res.stdout, res.stdout
+
+
 def test_load_session_replays_after_its_origin(load_db, kimi_exe):
     db, (first, second) = load_db
     rec = load(db, second["session_id"])

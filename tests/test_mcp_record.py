@@ -131,8 +131,8 @@ def test_protocol_column(recorded, name):
     assert session["protocol"] == "mcp"
     if name == "mcp_fallback":
         # The first frame (server/discover) offers 2026-07-28, the session then negotiates
-        # 2025-11-25 through initialize; either is what the recorder may report.
-        assert session["protocol_version"] in (MODERN, HANDSHAKE)
+        # 2025-11-25 through initialize: the server's answer is what is stored.
+        assert session["protocol_version"] == HANDSHAKE
     else:
         assert session["protocol_version"] == EXPECTED_VERSION[name]
 

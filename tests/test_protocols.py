@@ -50,6 +50,45 @@ def test_mcp_version_comes_from_initialize_after_a_discover_fallback():
     assert (c.protocol, c.version) == ("mcp", "2025-11-25")
 
 
+@pytest.mark.parametrize("ask, answer, version", [
+    # a Wire client offering 1.7: kimi-cli 1.51.0 answers with the 1.10 it speaks
+    ({"method": "initialize", "params": {"protocol_version": "1.7"}},
+     {"result": {"protocol_version": "1.10", "server": {"name": "Kimi Code CLI"}}}, "1.10"),
+    ({"method": "initialize", "params": {"protocolVersion": 2}},
+     {"result": {"protocolVersion": 1, "agentCapabilities": {}}}, "1"),
+    ({"method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+     {"result": {"protocolVersion": "2025-06-18", "capabilities": {}}}, "2025-06-18"),
+    ({"method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}},
+     {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {}}}, "2026-07-28"),
+    # an error answer settles nothing: the offer stays
+    ({"method": "initialize", "params": {"protocol_version": "1.7"}},
+     {"error": {"code": -32600, "message": "no"}}, "1.7"),
+])
+def test_the_stored_version_is_the_agents_answer_not_the_clients_offer(ask, answer, version):
+    c = Classifier()
+    c(j({"jsonrpc": "2.0", "id": 0, **ask}), "c2a")
+    c(j({"jsonrpc": "2.0", "id": 7, "result": {"protocol_version": "9", "protocolVersion": "9"}}), "a2c")
+    c(j({"jsonrpc": "2.0", "id": 0, **answer}), "a2c")
+    assert c.version == version
+
+
+def test_mcp_fallback_and_back_stores_the_servers_answer():
+    """server/discover refused, initialize offering 2025-11-25 answered with 2025-06-18 (an older
+    server): the session speaks 2025-06-18, not the last offer."""
+    c = Classifier()
+    c(j({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}), "c2a")
+    c(j({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid"}}), "a2c")
+    c(j({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25"}}), "c2a")
+    assert c.version == "2025-11-25"
+    c(j({"jsonrpc": "2.0", "id": 2, "result": {"protocolVersion": "2025-06-18"}}), "a2c")
+    c(j({"jsonrpc": "2.0", "method": "notifications/initialized"}), "c2a")
+    c(j({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}), "c2a")
+    assert (c.protocol, c.version) == ("mcp", "2025-06-18")
+
+
 def test_types_and_payloads_per_protocol():
     acp = Classifier("acp")
     ex = acp(j({"jsonrpc": "2.0", "method": "session/update", "params": {

@@ -11,7 +11,8 @@ import pytest
 
 from sample_sessions.scenarios import SCENARIOS
 from tests.harness.proxy import WIRE_PROXY, db_rows
-from tests.harness.wire import check_scenario, run_scenario
+from tests.harness.scripted_client import ClientPlan
+from tests.harness.wire import Scenario, check_scenario, run_scenario
 from wire_recorder.recorder.protocols.wire import model as wire_model
 from wire_recorder.recorder.store import open_store
 
@@ -127,3 +128,17 @@ def test_recorded_order_is_causal(recorded):
             assert (sid, other, rpc_id) in asked, (sid, seq, direction, rpc_id)
             checked += 1
     assert checked > 30
+
+
+def test_stored_version_is_what_kimi_answered_not_the_offer(tmp_path, kimi_exe):
+    """A client offering Wire 1.7: kimi-cli 1.51.0 answers 1.10, and that is what the session
+    speaks and what is stored (not the client's offer)."""
+    db = str(tmp_path / "v.db")
+    sc = Scenario("offer_1_7", "initialize offering 1.7, nothing else", [],
+                  ClientPlan(protocol_version="1.7", init_timeout=600.0), timeout=900.0)
+    result = run_scenario(sc, [WIRE_PROXY, "-q", "--db", db, "--"], kimi=kimi_exe)
+    answer = result.received()[0].msg["result"]["protocol_version"]
+    assert answer == "1.10", result.summary()
+    with open_store(db, read_only=True) as store:
+        (session,) = store.sessions()
+    assert (session["protocol"], session["protocol_version"]) == ("wire", "1.10")

@@ -22,6 +22,7 @@ from tests.harness.kimi_peer import KimiRun, script, shell, text, usage
 from tests.harness.replay import WIRE_PROXY, cli_json, session_ids
 from tests.harness.scripted_client import Approval, ClientPlan, Prompt, run_client
 from wire_recorder.replay import ReplayOptions, replay_session
+from wire_recorder.replay.report import hints
 
 SCRIPTS = [script(usage(100, 10), shell("call-1", "echo first")),
            script(usage(140, 7), text("It ran."))]
@@ -135,5 +136,25 @@ def test_a_resumed_session_ended_by_sigterm_replays_green_from_the_file(chain_db
     finally:
         fresh.cleanup()
     assert not red.ok and not red.origins
+    # and says why: the recorded command resumed a session nothing here recorded
+    assert any(f"resumes session {kimi_id} (-S)" in h and "--origin" in h for h in hints(red)), \
+        hints(red)
     assert any(d.kind == "unmatched_request" and "ApprovalRequest Shell" in d.message
                for d in red.divergences), [d.headline() for d in red.divergences]
+
+
+def test_the_resumed_session_is_picked_and_exported_with_its_origin(chain_db, tmp_path):
+    """The file of a resumed Wire session (kimi -S with the id kimi made up for the first) needs
+    no --session, and wire-export writes the first session beside the second's transcript."""
+    from wire_recorder.replay.recording import load
+
+    assert load(chain_db).name == "second"
+    out = tmp_path / "second.jsonl"
+    exp = subprocess.run([WIRE_PROXY.replace("wire-proxy", "wire-export"), chain_db, "--session",
+                          "second", "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert exp.returncode == 0, exp.stderr
+    origin = tmp_path / "second.origin.jsonl"
+    assert origin.is_file()
+    header = json.loads(origin.read_text().splitlines()[0])
+    assert header["session"]["name"] == "first"
+    assert "-S" not in header["session"]["command"]  # the first session resumed nothing

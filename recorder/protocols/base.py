@@ -111,6 +111,12 @@ class Adapter:
         protocol; None when it does not tell."""
         return None
 
+    def answered_version(self, method: str, offered: str | None, result: Any) -> str | None:
+        """The version the agent's answer (`result`) to the client's `method` request (which
+        offered `offered`) settles: what the session negotiated, stored over the offer. None:
+        this answer does not tell."""
+        return None
+
     # -- classification ------------------------------------------------------------------------
     def msg_type(self, method: str, params: Any) -> str | None:
         """A finer type within a method (Wire: the event or request type)."""

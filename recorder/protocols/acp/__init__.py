@@ -67,6 +67,12 @@ class Acp(Adapter):
             return ("acp", None)
         return None
 
+    def answered_version(self, method, offered, result):
+        pv = result.get("protocolVersion") if isinstance(result, dict) else None
+        if method == "initialize" and isinstance(pv, int) and not isinstance(pv, bool):
+            return str(pv)
+        return None
+
     def msg_type(self, method, params):
         if method == "session/update":
             kind = get_path(params, "update", "sessionUpdate")

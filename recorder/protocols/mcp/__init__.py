@@ -67,6 +67,17 @@ class Mcp(Adapter):
             return ("mcp", None)
         return None
 
+    def answered_version(self, method, offered, result):
+        if not isinstance(result, dict):
+            return None
+        if method == "initialize":  # the server answers with the version it will speak
+            pv = result.get("protocolVersion")
+            return pv if isinstance(pv, str) else None
+        if method == "server/discover":  # the offer stands when the server supports it
+            supported = result.get("supportedVersions")
+            return offered if isinstance(supported, list) and offered in supported else None
+        return None
+
     def minted(self, method, result) -> list[str]:
         state = get_path(result, "requestState")
         return [state] if isinstance(state, str) else []

@@ -51,6 +51,11 @@ class Wire(Adapter):
             return ("wire", str(params["protocol_version"]))
         return None
 
+    def answered_version(self, method, offered, result):
+        # wire spec: the agent answers initialize with the version it speaks, not the client's
+        pv = result.get("protocol_version") if isinstance(result, dict) else None
+        return pv if method == "initialize" and isinstance(pv, str) else None
+
     def msg_type(self, method, params):
         if method in ("event", "request") and isinstance(params, dict):
             t = params.get("type")
