@@ -10,6 +10,7 @@ import typer
 
 from wire_recorder.recorder.edge import entry
 from wire_recorder.recorder.helpstyle import help_text, make_app
+from wire_recorder.recorder.visible import json_visible, visible
 
 app = make_app()
 
@@ -59,11 +60,12 @@ def check_cmd(
     if as_json:
         for c in checked:
             c["findings"] = [v.as_dict() for v in c["findings"]]
-        sys.stdout.write(orjson.dumps({"violations": bad, "unknown": len(findings) - bad,
-                                       "sessions": checked},
-                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+        # names, labels and messages come from recordings: nothing raw reaches the terminal
+        sys.stdout.write(json_visible(orjson.dumps(
+            {"violations": bad, "unknown": len(findings) - bad, "sessions": checked},
+            option=orjson.OPT_INDENT_2)).decode() + "\n")
     else:
-        sys.stdout.write("".join(_text(c) for c in checked))
+        sys.stdout.write(visible("".join(_text(c) for c in checked), lines=True))
         frames = sum(c["frames"] for c in checked)
         sys.stdout.write(f"{bad} violation{'' if bad == 1 else 's'}, "
                          f"{len(findings) - bad} unknown in {len(checked)} "

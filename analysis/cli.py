@@ -105,7 +105,10 @@ def stats_cmd(
     if fmt is SummaryFormat.JSON:
         import orjson
 
-        sys.stdout.write(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        from wire_recorder.recorder.visible import json_visible
+
+        sys.stdout.write(json_visible(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2))
+                         .decode() + "\n")
     else:
         render_summary(summary)
 
@@ -281,9 +284,29 @@ def export_cmd(
             n = export_file(writer, ws, ids[0], out)
             say(EXPORT, f"session {ids[0]}, {n:,} rows into {out}")
         else:
+            # on stdout (a terminal, often) the JSON is written with no raw control or bidi
+            # character: escaped (\u202e), the same values; files keep the recorded bytes
+            out_visible = _JsonVisible(sys.stdout.buffer)
             for sid in ids:
-                writer(ws, sid, sys.stdout.buffer)
+                writer(ws, sid, out_visible)
             sys.stdout.flush()
+
+
+class _JsonVisible:
+    """A binary stream that writes JSON lines through `json_visible` (whole lines per write, as
+    the exporters write them)."""
+
+    def __init__(self, out):
+        from wire_recorder.recorder.visible import json_visible
+
+        self.out, self._fix = out, json_visible
+
+    def write(self, data: bytes) -> int:
+        self.out.write(self._fix(bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 show_main = entry(show_app, SHOW)

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.visible import json_visible
 
 from .data import Catalog
 
@@ -92,7 +93,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _json(self, obj: Any, code: int = 200) -> None:
-        self._send(code, orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS),
+        # the same values with no raw control or bidi character (app.js shows them visibly)
+        self._send(code, json_visible(orjson.dumps(obj, default=str,
+                                                   option=orjson.OPT_NON_STR_KEYS)),
                    "application/json")
 
     def _deny(self, code: int, why: str) -> None:
