@@ -34,6 +34,7 @@ from wire_recorder.recorder.store import (
     SCHEMA_VERSION,
     SESSION_COLUMNS,
     check_base_tables,
+    check_columns,
     damaged,
     frame_select,
     is_duckdb_file,
@@ -109,9 +110,11 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     try:
         check_base_tables(con, path, alias)
         found = schema_version(con, path, alias)
+        version = check_version(path, found)
+        check_columns(con, path, version, alias)
     except duckdb.Error as e:
         raise damaged(path, e) from None
-    return check_version(path, found)
+    return version
 
 
 def check_file(path: str) -> None:
@@ -148,8 +151,15 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
     for k in ("command", "tags"):
         if values.get(k) is not None and not isinstance(values[k], str):
             values[k] = orjson.dumps(values[k]).decode()
-    con.execute(f"INSERT INTO mem_sessions VALUES ({', '.join('?' * (len(SESSION_COLUMNS) + 1))})",
-                [values[k] for k in SESSION_COLUMNS] + [path])
+    try:
+        con.execute(f"INSERT INTO mem_sessions VALUES "
+                    f"({', '.join('?' * (len(SESSION_COLUMNS) + 1))})",
+                    [values[k] for k in SESSION_COLUMNS] + [path])
+    except (duckdb.ConversionException, duckdb.InvalidInputException) as e:
+        # a header value of the wrong type ("exit_code": "x"): the file was edited by hand
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise NotARecording(f"{path}:1: a value in the header's session has the wrong type: "
+                            f"{first}", "fix it, or remove it from the header") from None
     if frames:
         ap = con.appender("mem_frames", columns=list(COLUMNS))
         ap.append_rows([f.row() for f in frames])
