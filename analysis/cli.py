@@ -58,9 +58,17 @@ def query_cmd(
                                 "COPY TO, ATTACH, extensions): your SQL can then read and write "
                                 "any file you can. Without it the recordings are read-only and "
                                 "the SQL sees nothing else"),
+    timeout: float | None = typer.Option(None, "--timeout", metavar="SECONDS",
+                                         help="stop the SQL after this many seconds (default "
+                                              "300, or WIRE_QUERY_TIMEOUT; 0: no limit)"),
 ):
     from .output import Progress, render
-    from .query import query
+    from .query import default_timeout, query
+
+    if timeout is not None and not timeout >= 0:
+        raise UsageError(f"--timeout {timeout}: not a number of seconds", "0 for no limit")
+    if timeout is None:
+        default_timeout()  # a bad WIRE_QUERY_TIMEOUT is said before any file is opened
 
     if len(args) < 2:
         raise UsageError("give at least one recording and the SQL",
@@ -68,7 +76,8 @@ def query_cmd(
     from .views import VIEW_NAMES
 
     with Progress("querying", total=len(VIEW_NAMES) + 1) as bar:
-        cols, rows = query(args[:-1], args[-1], unsafe=unsafe, progress=bar.step)
+        cols, rows = query(args[:-1], args[-1], unsafe=unsafe, progress=bar.step,
+                           timeout_s=timeout)
     if cols:
         render(cols, rows, fmt, max_cell=max_cell, max_width=max_width)
 
