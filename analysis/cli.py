@@ -155,9 +155,21 @@ def show_cmd(
     from .show import show_frames
 
     console = make_console(highlight=False, soft_wrap=True)
-    emit = console.print
+    held: list[str] = []
+
+    def emit(line: str) -> None:
+        # lines printed a batch at a time: rich's cost is per print call (about half of it)
+        held.append(line)
+        if len(held) >= 256:
+            flush()
+
+    def flush() -> None:
+        if held:
+            console.print("\n".join(held))
+            held.clear()
     if follow:
-        how = follow_live(db, session, emit, width=width, show_text=not no_text, wait_s=wait)
+        how = follow_live(db, session, console.print, width=width, show_text=not no_text,
+                          wait_s=wait)
         if how != "not live":
             return
         console.print("[dim](no live recording found; showing the file as it is)[/]")
@@ -179,9 +191,17 @@ def show_cmd(
             return
         sid = ws.resolve_session(session)
         from .export import _frames, _session_row
+        from .show import SHOW_MAX, left_out
 
-        row, frames = _session_row(ws, sid), _frames(ws, sid)
+        # a big recording (10^7 frames) is shown up to SHOW_MAX frames, and says so: memory
+        # and time stay bounded whatever the file holds
+        row, frames = _session_row(ws, sid), _frames(ws, sid, limit=SHOW_MAX)
+        total = len(frames) if len(frames) < SHOW_MAX else ws.con.execute(
+            "SELECT count(*) FROM frames WHERE session_id = ?", [sid]).fetchall()[0][0]
     show_frames(row, frames, emit, width=width, show_text=not no_text)
+    if total > len(frames):
+        emit(left_out(len(frames), total))
+    flush()
 
 
 # -- wire-import -------------------------------------------------------------------------------

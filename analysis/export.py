@@ -38,9 +38,11 @@ def _session_row(ws: Workspace, sid: str) -> dict:
     return dict(zip(SESSION_COLUMNS, row, strict=True))
 
 
-def _frames(ws: Workspace, sid: str) -> list[Frame]:
+def _frames(ws: Workspace, sid: str, limit: int | None = None) -> list[Frame]:
+    """The session's frames in order (the first `limit` only, when given)."""
     rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                          "ORDER BY seq", [sid]).fetchall()
+                          "ORDER BY seq" + ("" if limit is None else f" LIMIT {int(limit)}"),
+                          [sid]).fetchall()
     frames = [Frame(*r) for r in rows]
     if any(f.raw is None and f.blob_offset is not None for f in frames):
         resolve_blobs(frames, _source_file(ws, sid))

@@ -122,3 +122,79 @@ def test_wire_ui_logs_no_traceback_when_clients_hang_up(ui):
     ui["proc"].terminate()
     _, err = ui["proc"].communicate(timeout=60)
     assert "Traceback" not in err, err
+
+
+# -- a big recording: the first frames shown, the rest said to be left out ----------------------
+BIG = 200_000
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """One session of 200,017 client/agent frames: a real recording grown with DuckDB SQL in the
+    store's own schema (bench/bench_big.py, which measures 10^7)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from bench_big import build
+    finally:
+        sys.path.pop(0)
+    path = tmp_path_factory.mktemp("big") / "big.db"
+    build(str(path), BIG)
+    return path
+
+
+def test_wire_show_of_a_big_recording_shows_the_first_frames_and_says_so(big):
+    from wire_recorder.analysis.show import SHOW_MAX
+
+    res = _run([BIN / "wire-show", big])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("session approve_shell")
+    last = res.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"… {BIG + 22 - SHOW_MAX:,} more frames left out"), last
+    assert f"the first {SHOW_MAX:,} of {BIG + 22:,}" in last
+
+
+def test_wire_check_of_a_big_recording_checks_the_first_frames_and_says_so(big):
+    res = _run([BIN / "wire-check", big, "--max-frames", "50000"])
+    assert res.returncode == 0, res.stderr
+    assert f"… {BIG + 17 - 50_000:,} more frames left out: the first 50,000 were checked" \
+        in res.stdout
+    res = _run([BIN / "wire-check", big, "--json", "--max-frames", "50000"])
+    assert json.loads(res.stdout)["sessions"][0]["frames_left_out"] == BIG + 17 - 50_000
+
+
+def test_wire_ui_pages_a_big_session(big, tmp_path):
+    from wire_recorder.analysis.ui.data import READ_MAX
+
+    assert BIG > READ_MAX
+    proc = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    try:
+        assert proc.stdout
+        url = urllib.parse.urlsplit(proc.stdout.readline().strip())
+        token = urllib.parse.parse_qs(url.query)["token"][0]
+
+        def get(path: str) -> dict:
+            c = http.client.HTTPConnection("127.0.0.1", url.port, timeout=600)
+            c.request("GET", f"{path}{'&' if '?' in path else '?'}token={token}")
+            r = c.getresponse()
+            assert r.status == 200, (path, r.status)
+            out = json.loads(r.read())
+            c.close()
+            return out
+
+        index = get("/api/index")
+        while not index.get("ready"):
+            index = get("/api/index")
+        key = urllib.parse.quote(index["rows"][0]["key"])
+        assert get(f"/api/session?k={key}")["counts"]["frames"] == BIG + 22
+        first = get(f"/api/items?k={key}&from=0&n=2000")
+        # one request read a bounded share of the session: there is more, and it is answered
+        assert first["items"] and first["more"] is True
+        nxt = get(f"/api/items?k={key}&from={first['items_total']}&n=2000")
+        assert nxt["items_total"] >= first["items_total"]
+        frames = get(f"/api/frames?k={key}&seq={BIG}&n=10")["frames"]
+        assert [f["seq"] for f in frames][:1] == [BIG]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

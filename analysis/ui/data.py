@@ -195,6 +195,11 @@ BATCH_BYTES = 256 << 20  # and at most this much of them
 BIG_FILE = 32 << 20  # a file this big is a batch alone (read in place, not copied)
 PROCESSES_FROM = 300  # files to read before worker processes pay for their start (~0.5 s)
 CHUNK = 2000  # frames read from the file at a time for the conversation
+# frames one request for conversation items reads at most: a page of a 10^7-frame session of
+# streamed text answers in bounded time, and "more" takes the next share
+READ_MAX = 50_000
+# a session of more client/agent frames than this gets a light view (`Catalog._big_session`)
+VIEW_MAX = 1_000_000
 
 
 @contextlib.contextmanager
@@ -250,8 +255,13 @@ class Cursor:
 
     def page(self, start: int, n: int = PAGE) -> dict:
         with self.lock:
+            read = 0
             while not self.done and len(self.conv.items) < start + n:
+                if read >= READ_MAX:  # a request reads a bounded share of a huge session
+                    self.conv.pause()  # the text streamed so far, as an item
+                    break
                 frames = self._read()
+                read += len(frames)
                 for f in frames:
                     self.conv.add(f)
                 if frames:
@@ -623,13 +633,36 @@ class Catalog:
             data = self._data_cache.get(key)
         if data is None:
             r = self.row(key)
-            with self._open(r) as ws:
-                data, _ = session_data(ws, r["session_id"])
+            if (r.get("frame_count") or 0) > VIEW_MAX:
+                data = self._big_session(r)
+            else:
+                with self._open(r) as ws:
+                    data, _ = session_data(ws, r["session_id"])
             with self._lock:
                 self._data_cache[key] = data
                 while len(self._data_cache) > 8:
                     self._data_cache.popitem(last=False)
         return {"key": key, "live": False} | data
+
+    def _big_session(self, r: dict) -> dict:
+        """The header and frame count of a session too big for the derived views (the cards,
+        timeline and token chart read every frame through them): bounded in time and memory,
+        and the page says what it left out. The conversation is paged as for any session."""
+        from ..sources import open_workspace
+
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+            srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
+                         {"sid": r["session_id"]})[0]
+            frames = ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ?",
+                                    [r["session_id"]]).fetchall()[0][0]
+        head = {k: _json_safe(v) for k, v in srow.items()}
+        head["command"] = _parsed(head.get("command"))
+        head["tags"] = _parsed(head.get("tags"))
+        head["agent"] = agent_of(head["command"])
+        return {"session": head, "counts": {"frames": frames}, "spans": [], "tokens": [],
+                "note": f"{frames:,} frames: the cards, timeline and token chart are left out "
+                        f"above {VIEW_MAX:,} (wire-stats and wire-query give the numbers); the "
+                        "conversation below is read a page at a time"}
 
     def items(self, key: str, start: int, n: int = PAGE) -> dict:
         if key.startswith("live."):

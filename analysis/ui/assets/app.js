@@ -227,6 +227,7 @@
       el("h1", {id: "title"}, s.name || s.session_id, " ", proto(s.protocol), d.live ? el("span", {class: "live", id: "livebadge"}, " ● live") : null),
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
       el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
+      d.note ? el("div", {class: "bad"}, d.note) : null,
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
