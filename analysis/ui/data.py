@@ -198,6 +198,8 @@ CHUNK = 2000  # frames read from the file at a time for the conversation
 # frames one request for conversation items reads at most: a page of a 10^7-frame session of
 # streamed text answers in bounded time, and "more" takes the next share
 READ_MAX = 50_000
+# frames of a session whose conformance findings the inspector shows (wire-check's default)
+CHECK_MAX = 250_000
 # a session of more client/agent frames than this gets a light view (`Catalog._big_session`)
 VIEW_MAX = 1_000_000
 
@@ -716,8 +718,10 @@ class Catalog:
                 picked = [f for f in lv.frames if lo - 1 <= f.seq <= hi]
             return frame_dicts(picked, lo)
         r = self.row(key)
-        with self._open(r) as ws:
-            got = self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
+        # the file alone, without the analysis views: a page of frames of a 10^7-frame session
+        # reads the row groups that hold it
+        with frames_of(r["source_file"]) as (con, table):
+            got = self._frames_in(con, table, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
         return self._mark(key, got)
 
     def _violations(self, key: str) -> dict[int, list[str]]:
@@ -733,11 +737,16 @@ class Catalog:
 
         r = self.row(key)
         out: dict[int, list[str]] = {}
-        with open_workspace([r["source_file"]], materialize=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
+            # the first CHECK_MAX frames (as wire-check): a bound on seq, found over seq alone
+            bound = ws.con.execute("SELECT seq FROM frames WHERE session_id = ? ORDER BY seq "
+                                   f"LIMIT 1 OFFSET {CHECK_MAX - 1}",
+                                   [r["session_id"]]).fetchall()
+            upto = f" AND seq <= {int(bound[0][0])}" if bound else ""
             cur = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                                 "AND direction IN ('c2a', 'a2c') ORDER BY seq",
+                                 f"AND direction IN ('c2a', 'a2c'){upto} ORDER BY seq",
                                  [r["session_id"]])
 
             def stream() -> Iterator[Frame]:
@@ -764,26 +773,31 @@ class Catalog:
         if key.startswith("live."):
             return self.frames(key, seq, seq)
         r = self.row(key)
-        with self._open(r) as ws:
+        from ..sources import open_workspace
+
+        # the views computed for this one query (not materialised over the whole file)
+        with open_workspace([r["source_file"]], materialize=False) as ws:
             seqs = [x[0] for x in ws.con.execute(sql("related"), {"sid": r["session_id"],
                                                                    "seq": seq}).fetchall()]
             if not seqs:
                 return []
-            got = self._frames_in(ws, r, f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
+            got = self._frames_in(ws.con, "frames", r,
+                                  f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
         return self._mark(key, got)
 
-    def _frames_in(self, ws: Any, r: dict, where: str, lo: int | None) -> list[dict]:
+    def _frames_in(self, con: Any, table: str, r: dict, where: str,
+                   lo: int | None) -> list[dict]:
         from wire_recorder.recorder.model import COLUMNS
         from wire_recorder.recorder.store import resolve_blobs
 
-        rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                              f"AND {where} ORDER BY seq", [r["session_id"]]).fetchall()
+        rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM {table} WHERE session_id = ? "
+                           f"AND {where} ORDER BY seq", [r["session_id"]]).fetchall()
         frames = [Frame(*x) for x in rows]
         if any(f.raw is None and f.blob_offset is not None for f in frames):
             resolve_blobs(frames, r["source_file"])
         if lo is None:  # scattered frames: each one's gap is to the frame just before it
-            prev = {x[0]: x[1] for x in ws.con.execute(
-                "SELECT seq + 1, mono_ns FROM frames WHERE session_id = ? AND seq IN "
+            prev = {x[0]: x[1] for x in con.execute(
+                f"SELECT seq + 1, mono_ns FROM {table} WHERE session_id = ? AND seq IN "
                 f"({', '.join(str(f.seq - 1) for f in frames) or 'NULL'})",
                 [r["session_id"]]).fetchall()}
             return frame_dicts(frames, None, prev)
