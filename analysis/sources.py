@@ -46,6 +46,29 @@ from wire_recorder.recorder.store import (
 from .inputs import expand, files_below
 from .views import install_views
 
+# DuckDB's share of a reader's memory. What a query needs beyond it spills to a private temp
+# folder, removed on close: the views over a 10^7-frame recording fit ~512 MB RSS (1M request
+# frames: wire-stats 1.8 GB with 2 GB here, 0.5 GB with this; bench/bench_big.py)
+MEMORY_LIMIT = "384MB"
+
+
+def bound_memory(con: duckdb.DuckDBPyConnection, memory_limit: str = MEMORY_LIMIT) -> str:
+    """Keep `con` (in memory) under `memory_limit`, spilling to a new private folder; returns
+    the folder, for the caller to remove (`remove_spill`) when the connection is closed."""
+    import tempfile
+
+    spill = tempfile.mkdtemp(prefix="wire-recorder-spill-")  # 0700
+    con.execute(f"SET memory_limit = {sql_str(memory_limit)}")
+    con.execute(f"SET temp_directory = {sql_str(spill)}")
+    return spill
+
+
+def remove_spill(spill: str | None) -> None:
+    if spill:
+        import shutil
+
+        shutil.rmtree(spill, ignore_errors=True)
+
 
 @dataclass
 class Workspace:
@@ -53,9 +76,13 @@ class Workspace:
 
     con: duckdb.DuckDBPyConnection
     inputs: list[str] = field(default_factory=list)
+    spill: str | None = None  # DuckDB's temp folder (bound_memory)
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self.con.close()
+        finally:
+            remove_spill(self.spill)
 
     def __enter__(self) -> Workspace:
         return self
@@ -166,7 +193,7 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
         ap.flush()
 
 
-def open_workspace(specs: list[str], memory_limit: str = "2GB",
+def open_workspace(specs: list[str], memory_limit: str = MEMORY_LIMIT,
                    materialize: bool = True, unsafe: bool = False,
                    out_dir: str | None = None,
                    progress: Callable[[str], None] | None = None,
@@ -182,8 +209,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
     paths = expand_inputs(specs)
     con = duckdb.connect(":memory:")
     readable: list[str] = []  # Parquet export folders: the only files the views read by path
+    spill: str | None = None
     try:
-        con.execute(f"SET memory_limit = {sql_str(memory_limit)}")
+        spill = bound_memory(con, memory_limit)
         frame_parts: list[str] = []
         session_parts: list[str] = []
         cols = ", ".join(COLUMNS)
@@ -237,8 +265,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             lock(con)
     except BaseException:
         con.close()
+        remove_spill(spill)
         raise
-    return Workspace(con, paths)
+    return Workspace(con, paths, spill)
 
 
 # Statements that reach outside the workspace even when external access is off: a file already

@@ -25,9 +25,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 
 
-def grow(db: str, frames: int) -> str:
-    """Add `frames` text events to the file's only session (after its own frames); returns the
-    session id."""
+# what the added frames are: streamed text events, or (`rpc`) requests of the agent to the
+# client and their answers in turn (every pair a row of the request views)
+KINDS = {
+    "text": ("'a2c'", "'notification'", "'event'", "NULL", "'ContentPart'",
+             """'{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart",'
+               || '"payload":{"type":"text","text":"w' || (i % 97) || ' "}}}'"""),
+    "rpc": ("CASE WHEN i % 2 = 1 THEN 'a2c' ELSE 'c2a' END",
+            "CASE WHEN i % 2 = 1 THEN 'request' ELSE 'response' END",
+            "CASE WHEN i % 2 = 1 THEN 'request' END", "'q' || ((i + 1) // 2)",
+            "CASE WHEN i % 2 = 1 THEN 'ApprovalRequest' END",
+            """CASE WHEN i % 2 = 1 THEN '{"jsonrpc":"2.0","method":"request","id":"q'
+               || ((i + 1) // 2) || '","params":{"type":"ApprovalRequest","payload":{"id":"q'
+               || ((i + 1) // 2) || '","tool_call_id":"t","sender":"Shell","action":"run",'
+               || '"description":"ls"}}}' ELSE '{"jsonrpc":"2.0","id":"q' || (i // 2)
+               || '","result":{"request_id":"q' || (i // 2) || '","response":"approve"}}' END"""),
+}
+
+
+def grow(db: str, frames: int, kind: str = "text") -> str:
+    """Add `frames` frames of `kind` (KINDS) to the file's only session (after its own frames);
+    returns the session id."""
     import duckdb
 
     con = duckdb.connect(db)
@@ -39,12 +57,11 @@ def grow(db: str, frames: int) -> str:
                                 kind, method, rpc_id, msg_type, payload, parse_error, known,
                                 blob_offset, anomaly)
             SELECT $sid, $last + i, TIMESTAMP '2026-01-01' + to_microseconds(i), $mono + i * 1000,
-                   'a2c', encode(r), true, octet_length(encode(r)), 'notification', 'event',
-                   NULL, 'ContentPart', r::JSON, NULL, true, NULL, NULL
-            FROM (SELECT i, '{"jsonrpc":"2.0","method":"event","params":{"type":"ContentPart",'
-                         || '"payload":{"type":"text","text":"w' || (i % 97) || ' "}}}' AS r
-                  FROM range(1, $n + 1) t(i))""", {"sid": sid, "last": last, "mono": mono,
-                                                    "n": frames})
+                   {d}, encode(r), true, octet_length(encode(r)), {k}, {m}, {rid}, {t}, r::JSON,
+                   NULL, true, NULL, NULL
+            FROM (SELECT i, {raw} AS r FROM range(1, $n + 1) t(i))""".format(
+            **dict(zip(("d", "k", "m", "rid", "t", "raw"), KINDS[kind], strict=True))),
+            {"sid": sid, "last": last, "mono": mono, "n": frames})
         con.execute("UPDATE sessions SET frame_count = frame_count + $n", {"n": frames})
         # the stored summary (if any) described the small session: let readers compute theirs
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
@@ -57,10 +74,10 @@ def grow(db: str, frames: int) -> str:
     return sid
 
 
-def build(path: str, frames: int) -> str:
+def build(path: str, frames: int, kind: str = "text") -> str:
     src = os.path.join(ROOT, "sample_sessions", "approve_shell.jsonl")
     subprocess.run([os.path.join(BIN, "wire-import"), src, "--db", path, "-q"], check=True)
-    return grow(path, frames)
+    return grow(path, frames, kind)
 
 
 def measure(argv: list[str], stdin=None) -> tuple[float, float, int, str]:
@@ -121,13 +138,15 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=10_000_000)
     ap.add_argument("--keep", help="build (or reuse) the recording here")
     ap.add_argument("--only", default="show,check,stats,ui")
+    ap.add_argument("--kind", choices=sorted(KINDS), default="text",
+                    help="the frames added: streamed text, or approval requests and answers")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="wr-big-")
     try:
         db = args.keep or os.path.join(tmp, "big.db")
         if not os.path.exists(db):
             t0 = time.monotonic()
-            build(db, args.frames)
+            build(db, args.frames, args.kind)
             print(f"built {db}: {args.frames:,} frames, {os.path.getsize(db) / 1e6:.0f} MB, "
                   f"{time.monotonic() - t0:.1f} s")
         runs = {"show": [os.path.join(BIN, "wire-show"), db],
