@@ -211,7 +211,7 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     of frames needs (a workspace's views cost more than the read)."""
     from wire_recorder.recorder.store import frame_select, is_duckdb_file
 
-    from ..sources import attach_db, lock, open_workspace
+    from ..sources import attach_db, bound_memory, lock, open_workspace, remove_spill
 
     if os.path.isdir(path) or not is_duckdb_file(path):  # a transcript or a Parquet export
         with open_workspace([path], materialize=False) as ws:
@@ -220,12 +220,14 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     import duckdb
 
     con = duckdb.connect(":memory:")
+    spill = bound_memory(con)
     try:
         version = attach_db(con, path, "rec")
         lock(con)
         yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
     finally:
         con.close()
+        remove_spill(spill)
 
 
 @dataclass
