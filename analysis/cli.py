@@ -58,9 +58,17 @@ def query_cmd(
                                 "COPY TO, ATTACH, extensions): your SQL can then read and write "
                                 "any file you can. Without it the recordings are read-only and "
                                 "the SQL sees nothing else"),
+    timeout: float | None = typer.Option(None, "--timeout", metavar="SECONDS",
+                                         help="stop the SQL after this many seconds (default "
+                                              "300, or WIRE_QUERY_TIMEOUT; 0: no limit)"),
 ):
     from .output import Progress, render
-    from .query import query
+    from .query import default_timeout, query
+
+    if timeout is not None and not timeout >= 0:
+        raise UsageError(f"--timeout {timeout}: not a number of seconds", "0 for no limit")
+    if timeout is None:
+        default_timeout()  # a bad WIRE_QUERY_TIMEOUT is said before any file is opened
 
     if len(args) < 2:
         raise UsageError("give at least one recording and the SQL",
@@ -68,7 +76,8 @@ def query_cmd(
     from .views import VIEW_NAMES
 
     with Progress("querying", total=len(VIEW_NAMES) + 1) as bar:
-        cols, rows = query(args[:-1], args[-1], unsafe=unsafe, progress=bar.step)
+        cols, rows = query(args[:-1], args[-1], unsafe=unsafe, progress=bar.step,
+                           timeout_s=timeout)
     if cols:
         render(cols, rows, fmt, max_cell=max_cell, max_width=max_width)
 
@@ -105,7 +114,10 @@ def stats_cmd(
     if fmt is SummaryFormat.JSON:
         import orjson
 
-        sys.stdout.write(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        from wire_recorder.recorder.visible import json_visible
+
+        sys.stdout.write(json_visible(orjson.dumps(summary.as_dict(), option=orjson.OPT_INDENT_2))
+                         .decode() + "\n")
     else:
         render_summary(summary)
 
@@ -143,9 +155,21 @@ def show_cmd(
     from .show import show_frames
 
     console = make_console(highlight=False, soft_wrap=True)
-    emit = console.print
+    held: list[str] = []
+
+    def emit(line: str) -> None:
+        # lines printed a batch at a time: rich's cost is per print call (about half of it)
+        held.append(line)
+        if len(held) >= 256:
+            flush()
+
+    def flush() -> None:
+        if held:
+            console.print("\n".join(held))
+            held.clear()
     if follow:
-        how = follow_live(db, session, emit, width=width, show_text=not no_text, wait_s=wait)
+        how = follow_live(db, session, console.print, width=width, show_text=not no_text,
+                          wait_s=wait)
         if how != "not live":
             return
         console.print("[dim](no live recording found; showing the file as it is)[/]")
@@ -167,9 +191,17 @@ def show_cmd(
             return
         sid = ws.resolve_session(session)
         from .export import _frames, _session_row
+        from .show import SHOW_MAX, left_out
 
-        row, frames = _session_row(ws, sid), _frames(ws, sid)
+        # a big recording (10^7 frames) is shown up to SHOW_MAX frames, and says so: memory
+        # and time stay bounded whatever the file holds
+        row, frames = _session_row(ws, sid), _frames(ws, sid, limit=SHOW_MAX)
+        total = len(frames) if len(frames) < SHOW_MAX else ws.con.execute(
+            "SELECT count(*) FROM frames WHERE session_id = ?", [sid]).fetchall()[0][0]
     show_frames(row, frames, emit, width=width, show_text=not no_text)
+    if total > len(frames):
+        emit(left_out(len(frames), total))
+    flush()
 
 
 # -- wire-import -------------------------------------------------------------------------------
@@ -281,9 +313,29 @@ def export_cmd(
             n = export_file(writer, ws, ids[0], out)
             say(EXPORT, f"session {ids[0]}, {n:,} rows into {out}")
         else:
+            # on stdout (a terminal, often) the JSON is written with no raw control or bidi
+            # character: escaped (\u202e), the same values; files keep the recorded bytes
+            out_visible = _JsonVisible(sys.stdout.buffer)
             for sid in ids:
-                writer(ws, sid, sys.stdout.buffer)
+                writer(ws, sid, out_visible)
             sys.stdout.flush()
+
+
+class _JsonVisible:
+    """A binary stream that writes JSON lines through `json_visible` (whole lines per write, as
+    the exporters write them)."""
+
+    def __init__(self, out):
+        from wire_recorder.recorder.visible import json_visible
+
+        self.out, self._fix = out, json_visible
+
+    def write(self, data: bytes) -> int:
+        self.out.write(self._fix(bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 show_main = entry(show_app, SHOW)

@@ -137,7 +137,7 @@ def sessions_of(source: str | Store, session: str | None = None
 
     if isinstance(source, Store):
         for s in _pick(source.sessions(), session, source.path):
-            yield s, source.frames(s["session_id"])
+            yield s, list(stream_frames(source, s["session_id"]))
         return
     if source.endswith(".jsonl"):
         from .importers import read_any_jsonl
@@ -149,6 +149,56 @@ def sessions_of(source: str | Store, session: str | None = None
     store = open_store(source, read_only=True)
     try:
         yield from sessions_of(store, session)
+    finally:
+        store.close()
+
+
+# frames read from a file at a time when a check streams them
+CHUNK = 10_000
+
+
+def stream_frames(store: Store, session_id: str) -> Iterator[Frame]:
+    """A session's frames in order, CHUNK at a time: a check of 10^7 frames holds one chunk,
+    not the session."""
+    from wire_recorder.recorder.model import Frame
+    from wire_recorder.recorder.store import frame_select, resolve_blobs
+
+    cur = store.con.cursor()
+    select = f"SELECT {frame_select(store.version)} FROM frames WHERE session_id = ?"
+    try:
+        lo, hi, n = cur.execute("SELECT min(seq), max(seq), count(*) FROM frames "
+                                "WHERE session_id = ?", [session_id]).fetchall()[0]
+        if not n:
+            return
+        if hi - lo < 4 * n:
+            # seqs are dense: a range of them at a time (the file's zone maps skip the rest).
+            # One ORDER BY over the session would sort all of it: gigabytes for 10^7 frames
+            at = lo - 1
+            while at < hi:
+                rows = cur.execute(select + " AND seq > ? AND seq <= ? ORDER BY seq",
+                                   [session_id, at, at + CHUNK]).fetchall()
+                at += CHUNK
+                yield from resolve_blobs([Frame(*r) for r in rows], store.path)
+            return
+        cur.execute(select + " ORDER BY seq", [session_id])
+        while rows := cur.fetchmany(CHUNK):
+            yield from resolve_blobs([Frame(*r) for r in rows], store.path)
+    finally:
+        cur.close()
+
+
+def streamed_sessions(source: str, session: str | None = None
+                      ) -> Iterator[tuple[dict[str, Any], Iterable[Frame]]]:
+    """sessions_of, with a .db's frames streamed (read them before the next session)."""
+    from wire_recorder.recorder.store import open_store
+
+    if source.endswith(".jsonl"):
+        yield from sessions_of(source, session)
+        return
+    store = open_store(source, read_only=True)
+    try:
+        for s in _pick(store.sessions(), session, store.path):
+            yield s, stream_frames(store, s["session_id"])
     finally:
         store.close()
 

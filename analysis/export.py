@@ -38,9 +38,18 @@ def _session_row(ws: Workspace, sid: str) -> dict:
     return dict(zip(SESSION_COLUMNS, row, strict=True))
 
 
-def _frames(ws: Workspace, sid: str) -> list[Frame]:
-    rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                          "ORDER BY seq", [sid]).fetchall()
+def _frames(ws: Workspace, sid: str, limit: int | None = None) -> list[Frame]:
+    """The session's frames in order (the first `limit` only, when given)."""
+    where, params = "session_id = ?", [sid]
+    if limit is not None:
+        # the limit as a bound on seq, found over seq alone: DuckDB's ORDER BY ... LIMIT over
+        # whole rows held 2 GB for a 10^7-frame session; this reads only the first row groups
+        bound = ws.con.execute("SELECT seq FROM frames WHERE session_id = ? ORDER BY seq "
+                               f"LIMIT 1 OFFSET {max(int(limit), 1) - 1}", [sid]).fetchall()
+        if bound:
+            where, params = "session_id = ? AND seq <= ?", [sid, bound[0][0]]
+    rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE {where} "
+                          "ORDER BY seq", params).fetchall()
     frames = [Frame(*r) for r in rows]
     if any(f.raw is None and f.blob_offset is not None for f in frames):
         resolve_blobs(frames, _source_file(ws, sid))

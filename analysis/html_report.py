@@ -22,6 +22,7 @@ import orjson
 
 from wire_recorder.recorder.errors import OutputError
 from wire_recorder.recorder.paths import open_private
+from wire_recorder.recorder.visible import json_visible
 
 from .sources import Workspace
 
@@ -57,8 +58,9 @@ def page_data(ws: Workspace, sids: list[str]) -> dict:
 
 
 def render_html(ws: Workspace, sids: list[str]) -> str:
-    data = orjson.dumps(page_data(ws, sids), default=str,
-                        option=orjson.OPT_NON_STR_KEYS).decode().replace("<", "\\u003c")
+    # no raw control or bidi character in the file either (the page shows them as app.js does)
+    data = json_visible(orjson.dumps(page_data(ws, sids), default=str,
+                                     option=orjson.OPT_NON_STR_KEYS)).decode().replace("<", "\\u003c")
     script = _asset("app.js")
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "

@@ -16,10 +16,11 @@ import datetime as _dt
 import os
 from collections.abc import Callable, Iterable
 
+import duckdb
 import orjson
 
 from wire_recorder.recorder.classify import classify
-from wire_recorder.recorder.errors import TranscriptError
+from wire_recorder.recorder.errors import NotARecording, TranscriptError
 from wire_recorder.recorder.model import Frame, command_argv, frame_row
 from wire_recorder.recorder.protocols.wire.names import REQUEST_TYPES
 from wire_recorder.recorder.redact import Redactor
@@ -217,7 +218,14 @@ def import_files(paths: list[str], db: str, replace: bool = False,
                     session, frames, Redactor.from_config(os.path.dirname(os.path.abspath(path)),
                                                           enabled=redact))
                 source = session.get("source") or "transcript"
-                sid = store_session(store, session, frames, source, replace=replace)
+                try:
+                    sid = store_session(store, session, frames, source, replace=replace)
+                except (duckdb.ConversionException, duckdb.InvalidInputException) as e:
+                    # a header value of the wrong type ("exit_code": "x"): edited by hand
+                    first_line = (str(e).splitlines() or [type(e).__name__])[0]
+                    raise NotARecording(f"{path}:1: a value in the header's session has the "
+                                        f"wrong type: {first_line}",
+                                        "fix it, or remove it from the header") from None
                 # "frames" means what it means in wire-stats (sessions.frame_count): the
                 # messages between client and agent; stderr lines and proxy events apart
                 messages = sum(1 for f in frames if f.direction in ("c2a", "a2c"))

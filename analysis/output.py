@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+from wire_recorder.recorder.visible import json_visible, visible
+
 
 class OutputFormat(StrEnum):
     """wire-query --format."""
@@ -39,9 +41,6 @@ class ExportFormat(StrEnum):
 
 
 FORMATS = tuple(f.value for f in OutputFormat)
-
-# Control characters shown as their Unicode control pictures (ESC as ␛) in table cells.
-_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
 
 
 def console(**kw):
@@ -89,8 +88,8 @@ def cell(v: Any, width: int | None = None) -> str:
         p = plain(v)
         s = p if isinstance(p, str) else str(p)
     s = s.replace("\n", "⏎")
-    # a recorded ESC or other control character must not drive the terminal
-    s = s.translate(_CONTROLS)
+    # a recorded ESC, other control or bidi character must not drive the terminal
+    s = visible(s)
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return s
@@ -110,22 +109,23 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = Out
         import orjson
 
         for r in rows:
-            out.write(orjson.dumps(dict(zip(columns, (plain(v) for v in r), strict=True)),
-                                   option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+            out.write(json_visible(orjson.dumps(dict(zip(columns, (plain(v) for v in r), strict=True)),
+                                   option=orjson.OPT_NON_STR_KEYS)).decode() + "\n")
         return
     if fmt == "csv":
         w = csv.writer(out, lineterminator="\n")
-        w.writerow(columns)
+        # values keep their line breaks (quoted), every other control is shown, not obeyed
+        w.writerow([visible(c, lines=True) for c in columns])
         for r in rows:
-            w.writerow(["" if v is None else (plain(v) if not isinstance(v, (list, dict)) else
-                                             __import__("orjson").dumps(plain(v)).decode())
-                        for v in r])
+            w.writerow(["" if v is None else visible(
+                plain(v) if not isinstance(v, (list, dict)) else
+                __import__("orjson").dumps(plain(v)).decode(), lines=True) for v in r])
         return
     if fmt == "json":
         import orjson
 
         data = [dict(zip(columns, (plain(v) for v in r), strict=True)) for r in rows]
-        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(json_visible(orjson.dumps(data, option=orjson.OPT_INDENT_2)).decode() + "\n")
         return
     if fmt == "markdown":
         def esc(s: str) -> str:
@@ -145,7 +145,7 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = Out
     keep = _columns_that_fit(columns, texts, width) if width else list(range(len(columns)))
     # Cells, headers and the title are Text, never markup: a recorded `[link=...]` or `[/]` in a
     # value (or an SQL alias) is shown as it is.
-    table = Table(title=None if title is None else Text(title), show_lines=False,
+    table = Table(title=None if title is None else Text(visible(title)), show_lines=False,
                   header_style="bold")
     shown: list[int | None] = list(keep)
     if len(keep) < len(columns):  # the left-out middle, as one narrow column

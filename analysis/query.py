@@ -2,27 +2,70 @@
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Callable
 
 import duckdb
 
-from wire_recorder.recorder.errors import QueryError
+from wire_recorder.recorder.errors import QueryError, UsageError
 
 from .sources import UNSAFE_HINT, Workspace, check_statements, open_workspace
 from .views import VIEW_NAMES
 
+# seconds a statement may run (execution and fetching) before it is stopped: an endless
+# recursive CTE would otherwise run until killed. WIRE_QUERY_TIMEOUT or --timeout change it.
+TIMEOUT_S = 300.0
+TIMEOUT_ENV = "WIRE_QUERY_TIMEOUT"
 
-def run_sql(ws: Workspace, sql: str, unsafe: bool = False) -> tuple[list[str], list[tuple]]:
+
+def default_timeout() -> float:
+    """WIRE_QUERY_TIMEOUT (seconds, 0: none) or TIMEOUT_S."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f"{TIMEOUT_ENV}={text}: not a number of seconds",
+                         "give seconds, e.g. 600, or 0 for no limit")
+    return value
+
+
+def run_sql(ws: Workspace, sql: str, unsafe: bool = False,
+            timeout_s: float | None = None) -> tuple[list[str], list[tuple]]:
     """Columns and rows of one SQL statement; DuckDB's complaint becomes one line.
     Unless `unsafe`, the SQL has no file access (the workspace is locked) and statements that
-    would reach files anyway (ATTACH, COPY, ...) are refused."""
+    would reach files anyway (ATTACH, COPY, ...) are refused. `timeout_s` (default
+    `default_timeout()`; 0: none): the statement is interrupted past it, a QueryError."""
     if not sql.strip():
         raise QueryError("empty SQL", 'e.g. "select * from turns"')
     if not unsafe:
         check_statements(sql)
+    limit = default_timeout() if timeout_s is None else timeout_s
+    timer = threading.Timer(limit, ws.con.interrupt) if limit > 0 else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        return _execute(ws, sql, unsafe)
+    except duckdb.InterruptException:
+        raise QueryError(f"the query ran longer than {limit:g} s and was stopped",
+                         f"give it more time with --timeout SECONDS (or {TIMEOUT_ENV}; "
+                         "0: no limit)") from None
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _execute(ws: Workspace, sql: str, unsafe: bool) -> tuple[list[str], list[tuple]]:
     try:
         cur = ws.con.execute(sql)
+    except duckdb.InterruptException:
+        raise
     except duckdb.Error as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if not unsafe and isinstance(e, duckdb.PermissionException | duckdb.InvalidInputException) \
@@ -45,7 +88,8 @@ DERIVED = re.compile(r"\b(" + "|".join(VIEW_NAMES) + r")\b", re.I)
 
 
 def query(specs: list[str], sql: str, unsafe: bool = False,
-          progress: Callable[[str], None] | None = None) -> tuple[list[str], list[tuple]]:
+          progress: Callable[[str], None] | None = None,
+          timeout_s: float | None = None) -> tuple[list[str], list[tuple]]:
     # Computing wr_events once pays off only when a derived view is read; a query over `frames`
     # alone should not wait for it.
     with open_workspace(specs, materialize=bool(DERIVED.search(sql)), unsafe=unsafe,
@@ -54,4 +98,4 @@ def query(specs: list[str], sql: str, unsafe: bool = False,
             from .catalog import add_comments
 
             add_comments(ws.con, temp=True)  # what each view and column means, as in files
-        return run_sql(ws, sql, unsafe=unsafe)
+        return run_sql(ws, sql, unsafe=unsafe, timeout_s=timeout_s)

@@ -25,6 +25,14 @@ from wire_recorder.recorder.protocols.render import Renderer, RpcRenderer, Total
 __all__ = ["Timeline", "Totals", "follow", "header", "show_frames"]
 
 POLL_S = 0.2
+# frames a timeline shows at most (the first ones); the rest are counted and said to be left out
+SHOW_MAX = 20_000
+
+
+def left_out(shown: int, total: int) -> str:
+    """The line that ends a timeline cut at SHOW_MAX frames."""
+    return (f"[yellow]… {total - shown:,} more frames left out: wire-show shows the first "
+            f"{shown:,} of {total:,} (wire-ui pages them all; wire-query reads any of them)[/]")
 
 
 @dataclass
@@ -43,6 +51,7 @@ class Timeline:
     totals: Totals = field(default_factory=Totals)
     _text: list[str] = field(default_factory=list)
     _text_kind: str | None = None
+    _text_len: int = 0
     _renderers: dict = field(default_factory=dict)  # adapter name -> its renderer
     _client_signals: set = field(default_factory=set)  # signals the client sent through the proxy
 
@@ -55,7 +64,13 @@ class Timeline:
     def gather(self, kind: str, piece: str) -> list[str]:
         out = self.flush_text() if self._text_kind not in (None, kind) else []
         self._text_kind = kind
-        self._text.append(piece)
+        # a line shows `width` characters: past a few times that, pieces are counted, not kept
+        # (a stream of 10^7 pieces stays a few KB)
+        if self._text_len <= 8 * self.width + 64:
+            self._text.append(piece)
+            self._text_len += len(piece)
+        elif self._text[-1] != "…":
+            self._text.append("…")
         return out
 
     def flush_text(self) -> list[str]:
@@ -63,7 +78,7 @@ class Timeline:
             return []
         text = "".join(self._text)
         kind = self._text_kind
-        self._text, self._text_kind = [], None
+        self._text, self._text_kind, self._text_len = [], None, 0
         if not self.show_text:
             return []
         label = {"think": "[magenta]thinking[/]", "user": "[cyan]user[/]"}.get(kind or "", "[white]text[/]")

@@ -34,6 +34,7 @@ from wire_recorder.recorder.store import (
     SCHEMA_VERSION,
     SESSION_COLUMNS,
     check_base_tables,
+    check_columns,
     damaged,
     frame_select,
     is_duckdb_file,
@@ -45,6 +46,29 @@ from wire_recorder.recorder.store import (
 from .inputs import expand, files_below
 from .views import install_views
 
+# DuckDB's share of a reader's memory. What a query needs beyond it spills to a private temp
+# folder, removed on close: the views over a 10^7-frame recording fit ~512 MB RSS (1M request
+# frames: wire-stats 1.8 GB with 2 GB here, 0.5 GB with this; bench/bench_big.py)
+MEMORY_LIMIT = "384MB"
+
+
+def bound_memory(con: duckdb.DuckDBPyConnection, memory_limit: str = MEMORY_LIMIT) -> str:
+    """Keep `con` (in memory) under `memory_limit`, spilling to a new private folder; returns
+    the folder, for the caller to remove (`remove_spill`) when the connection is closed."""
+    import tempfile
+
+    spill = tempfile.mkdtemp(prefix="wire-recorder-spill-")  # 0700
+    con.execute(f"SET memory_limit = {sql_str(memory_limit)}")
+    con.execute(f"SET temp_directory = {sql_str(spill)}")
+    return spill
+
+
+def remove_spill(spill: str | None) -> None:
+    if spill:
+        import shutil
+
+        shutil.rmtree(spill, ignore_errors=True)
+
 
 @dataclass
 class Workspace:
@@ -52,9 +76,13 @@ class Workspace:
 
     con: duckdb.DuckDBPyConnection
     inputs: list[str] = field(default_factory=list)
+    spill: str | None = None  # DuckDB's temp folder (bound_memory)
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self.con.close()
+        finally:
+            remove_spill(self.spill)
 
     def __enter__(self) -> Workspace:
         return self
@@ -109,9 +137,11 @@ def attach_db(con: duckdb.DuckDBPyConnection, path: str, alias: str) -> int:
     try:
         check_base_tables(con, path, alias)
         found = schema_version(con, path, alias)
+        version = check_version(path, found)
+        check_columns(con, path, version, alias)
     except duckdb.Error as e:
         raise damaged(path, e) from None
-    return check_version(path, found)
+    return version
 
 
 def check_file(path: str) -> None:
@@ -148,15 +178,22 @@ def load_jsonl_into(con: duckdb.DuckDBPyConnection, path: str) -> None:
     for k in ("command", "tags"):
         if values.get(k) is not None and not isinstance(values[k], str):
             values[k] = orjson.dumps(values[k]).decode()
-    con.execute(f"INSERT INTO mem_sessions VALUES ({', '.join('?' * (len(SESSION_COLUMNS) + 1))})",
-                [values[k] for k in SESSION_COLUMNS] + [path])
+    try:
+        con.execute(f"INSERT INTO mem_sessions VALUES "
+                    f"({', '.join('?' * (len(SESSION_COLUMNS) + 1))})",
+                    [values[k] for k in SESSION_COLUMNS] + [path])
+    except (duckdb.ConversionException, duckdb.InvalidInputException) as e:
+        # a header value of the wrong type ("exit_code": "x"): the file was edited by hand
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise NotARecording(f"{path}:1: a value in the header's session has the wrong type: "
+                            f"{first}", "fix it, or remove it from the header") from None
     if frames:
         ap = con.appender("mem_frames", columns=list(COLUMNS))
         ap.append_rows([f.row() for f in frames])
         ap.flush()
 
 
-def open_workspace(specs: list[str], memory_limit: str = "2GB",
+def open_workspace(specs: list[str], memory_limit: str = MEMORY_LIMIT,
                    materialize: bool = True, unsafe: bool = False,
                    out_dir: str | None = None,
                    progress: Callable[[str], None] | None = None,
@@ -172,8 +209,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
     paths = expand_inputs(specs)
     con = duckdb.connect(":memory:")
     readable: list[str] = []  # Parquet export folders: the only files the views read by path
+    spill: str | None = None
     try:
-        con.execute(f"SET memory_limit = {sql_str(memory_limit)}")
+        spill = bound_memory(con, memory_limit)
         frame_parts: list[str] = []
         session_parts: list[str] = []
         cols = ", ".join(COLUMNS)
@@ -227,8 +265,9 @@ def open_workspace(specs: list[str], memory_limit: str = "2GB",
             lock(con)
     except BaseException:
         con.close()
+        remove_spill(spill)
         raise
-    return Workspace(con, paths)
+    return Workspace(con, paths, spill)
 
 
 # Statements that reach outside the workspace even when external access is off: a file already

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from . import __version__
 from .errors import UsageError, UserError
+from .visible import visible
 
 # typing and inspect cost ~6 ms before wire-proxy can spawn its agent: annotations only here,
 # inspect only on the typer path
@@ -43,8 +44,9 @@ NOTES_LOG_ENV = "WIRE_PROXY_LOADER_LOG"
 
 def say(prog: str, message: str) -> None:
     """One line on stderr: `PROG: message`. Written straight to fd 2 (no buffer to flush, safe
-    in the relay process and in threads) and never raises."""
-    line = f"{prog}: {message}\n".encode(errors="replace")
+    in the relay process and in threads) and never raises. Control and bidi characters (a
+    session name, a path from a recording) are shown, not obeyed (recorder/visible.py)."""
+    line = f"{prog}: {visible(message)}\n".encode(errors="replace")
     try:
         os.write(2, line)
     except BrokenPipeError:

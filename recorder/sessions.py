@@ -17,15 +17,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from .errors import SessionNotFound
+from .visible import visible
 
 S = TypeVar("S", bound=Mapping[str, Any])
 
 # how many candidates an error lists (the rest are counted)
 SHOWN = 6
-
-
-# a recording's name or id may hold terminal escapes: shown as control pictures (ESC as ␛)
-_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
 
 
 def label(session: Mapping[str, Any]) -> str:
@@ -34,7 +31,7 @@ def label(session: Mapping[str, Any]) -> str:
     sid = str(session.get("session_id"))
     name = session.get("name")
     text = f"{name} ({sid})" if name and name != sid else sid
-    return text.translate(_CONTROLS)
+    return visible(text)
 
 
 def candidates(sessions: Sequence[Mapping[str, Any]], limit: int = SHOWN) -> str:

@@ -283,6 +283,27 @@ def check_base_tables(con: duckdb.DuckDBPyConnection, path: str, catalog: str | 
         raise NotARecording(planted_message(path, rows[0]))
 
 
+def check_columns(con: duckdb.DuckDBPyConnection, path: str, version: int,
+                  catalog: str | None = None) -> None:
+    """Refuse a file whose `frames` or `sessions` lacks a column its schema version has (a file
+    made by hand, or another program's tables under our names): one clear line, instead of a
+    Binder error from the first reader's SELECT."""
+    db = "current_database()" if catalog is None else "'" + catalog.replace("'", "''") + "'"
+    have: dict[str, set[str]] = {}
+    for table, column in con.execute(
+            f"SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = {db} "
+            "AND schema_name = 'main' AND table_name IN ('frames', 'sessions')").fetchall():
+        have.setdefault(table, set()).add(column)
+    for t in (FRAMES, SESSIONS):
+        missing = [c.name for c in t.columns if c.since <= version
+                   and c.name not in have.get(t.name, set())]
+        if missing:
+            raise NotARecording(f"{path} is not a wire-recorder recording: its {t.name} table "
+                                f"lacks {', '.join(missing[:3])}"
+                                + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""),
+                                "give a .db written by wire-proxy or wire-import")
+
+
 def planted(con: duckdb.DuckDBPyConnection,
             catalogs: list[str] | None) -> list[tuple[str, str, str]]:
     """(catalog, name, "view" or "macro") of each recorder table name that is not a base table
@@ -582,6 +603,11 @@ def open_store(path: str, read_only: bool = False, wait_for_loader: bool = True)
         con.close()
         raise SchemaTooNew(f"{path} was written by a newer wire-recorder (schema {found}; this "
                            f"one reads up to {SCHEMA_VERSION})", "upgrade wire-recorder")
+    try:
+        check_columns(con, path, found)
+    except BaseException:
+        con.close()
+        raise
     return Store(path, con, True, found)
 
 

@@ -608,7 +608,10 @@ def read_transcript(path: str) -> tuple[dict, list[Frame]]:
     except ValueError as e:
         raise TranscriptError(f"{_where(path, first + 1)}: bad time in the header ({e})") from None
     session["started_at"] = started_dt
-    mono0 = int(session.get("mono_start_ns") or 0)
+    mono0 = session.get("mono_start_ns") or 0
+    if not isinstance(mono0, int) or isinstance(mono0, bool) or not 0 <= mono0 < 2**63:
+        raise TranscriptError(f"{_where(path, first + 1)}: \"mono_start_ns\" is not a whole "
+                              "number of nanoseconds", "fix or remove it in the header")
     session["mono_start_ns"] = mono0
     for k in WORKDIR_SESSION_KEYS:  # only from the header's own "workdir" object
         session.pop(k, None)

@@ -22,6 +22,7 @@ from typing import Any
 from wire_recorder.recorder.edge import entry, say
 from wire_recorder.recorder.errors import UsageError
 from wire_recorder.recorder.handoff import exists_after_loaders
+from wire_recorder.recorder.visible import visible
 
 from .driver import ReplayOptions, ReplayProgress, gc_paused, replay_session
 from .normalize import IgnoreRule
@@ -326,7 +327,7 @@ def _run(session_file: str, mode: Mode, opts: ReplayOptions, *, agent: Sequence[
             say(PROG, f"not updated: the replay stopped early ({result.stopped})")
             return 1
         path, written = update_recording(result, output)
-        sys.stdout.write(change_summary(result, path, written=written))
+        sys.stdout.write(visible(change_summary(result, path, written=written), lines=True))
         return 0
     if as_json:
         out.write(rp.render_json(result).decode() + "\n")

@@ -45,6 +45,8 @@ from typing import Any
 
 import pytest
 
+from wire_recorder.recorder.visible import visible
+
 from .options import RecordMode, values
 
 RECORD_MODES = values(RecordMode)
@@ -113,7 +115,7 @@ def _mode(config: pytest.Config) -> str:
 
 
 def _note(config: pytest.Config, text: str) -> None:
-    config.stash.setdefault(_NOTES, []).append(text)
+    config.stash.setdefault(_NOTES, []).append(visible(text, lines=True))
 
 
 def _argv(command: Any) -> list[str] | None:
@@ -300,7 +302,7 @@ class _ClientSession:
         else:
             error = None
         if error is not None:
-            pytest.fail(f"wire_agent: {error}", pytrace=False)
+            pytest.fail(f"wire_agent: {visible(error)}", pytrace=False)
         frames = len(data.splitlines()) - 1
         if old is not None and _same_session(old, data):
             _note(self.config, f"unchanged {shown}: {frames} frames, no change; not rewritten")
@@ -376,7 +378,8 @@ def _report_text(report: dict) -> str:
         lines.extend(f"      {x}" for x in (d.get("details") or [])[:3])
     if report.get("stopped"):
         lines.append(f"stopped early: {report['stopped']}")
-    return "\n".join(lines) or json.dumps(report, indent=1)[:4000]
+    # recorded names and frames: shown, never obeyed by the terminal
+    return visible("\n".join(lines) or json.dumps(report, indent=1)[:4000], lines=True)
 
 
 def _headline(d: Any) -> str:
@@ -481,7 +484,7 @@ class WireReplay:
         else:
             error = None
         if error is not None:  # outside the except: no "during handling" context in the report
-            pytest.fail(f"wire_replay: {error}", pytrace=False)
+            pytest.fail(f"wire_replay: {visible(error)}", pytrace=False)
         self.results.append(result)
         if mode in ("all", "rewrite"):
             if result.stopped:

@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from wire_recorder.recorder.visible import json_visible, visible
+
 from .driver import ReplayResult
 from .origins import resume_hint
 
@@ -36,23 +38,23 @@ def title(r: ReplayResult) -> str:
         verdict = f"DIVERGED ({n} difference{'s' if n != 1 else ''})"
     else:
         verdict = "DIVERGED (in a session replayed before it)"
-    return f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}"
+    return visible(f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}")
 
 
 def first_headline(r: ReplayResult) -> str:
     """The first divergence of the run, or of the first origin session that diverged."""
     if r.first is not None:
-        return r.first.headline()
+        return visible(r.first.headline())
     for o in r.origins:
         if not o.ok:
-            return f"in origin session {o.recording.session_id}: {first_headline(o)}"
+            return visible(f"in origin session {o.recording.session_id}: {first_headline(o)}")
     return "diverged"
 
 
 def origin_line(o: ReplayResult) -> str:
     verdict = "matches" if o.ok else f"DIVERGED: {first_headline(o)}"
-    return (f"replayed first: session {o.recording.session_id} [{o.recording.name}], which "
-            f"created the session this one reopens: {verdict}")
+    return visible(f"replayed first: session {o.recording.session_id} [{o.recording.name}], "
+                   f"which created the session this one reopens: {verdict}")
 
 
 def hints(r: ReplayResult) -> list[str]:
@@ -92,11 +94,11 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
     for o in r.origins:
         con.print(Text(origin_line(o), style="dim" if o.ok else "red"))
     for note in r.notes:
-        con.print(Text(f"note: {note}", style="yellow"))
+        con.print(Text(visible(f"note: {note}"), style="yellow"))
     first = r.first
     if first is not None:
         t = Text("first divergence: ", style="bold")
-        t.append(first.headline())
+        t.append(visible(first.headline()))
         con.print(t)
         for line in first.details:
             con.print(_detail(line))
@@ -111,7 +113,7 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
                 break
             shown += 1
             t = Text(f"  {MARK.get(d.kind, '!')} ", style=_style(d.kind))
-            t.append(d.headline())
+            t.append(visible(d.headline()))
             con.print(t)
             if d is not first:
                 for line in d.details[:6]:
@@ -119,15 +121,15 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
     if shown < len(r.divergences):
         con.print(f"  … and {len(r.divergences) - shown} more (see --json)")
     if r.stopped:
-        con.print(Text(f"stopped early: {r.stopped}", style="yellow"))
+        con.print(Text(visible(f"stopped early: {r.stopped}"), style="yellow"))
     if not r.ok:
         for line in hints(r):
-            con.print(Text(f"hint: {line}", style="yellow"))
+            con.print(Text(visible(f"hint: {line}"), style="yellow"))
         tail = r.stderr_tail() if r.mode != "serve" else []
         if tail:
             con.print(Text(f"the {_role(r)}'s stderr (last {len(tail)} lines):", style="bold"))
             for line in tail:
-                con.print(Text(f"  | {line}", style="dim"))
+                con.print(Text(visible(f"  | {line}"), style="dim"))
     con.print(Text(summary_line(r), style="dim"))
     return buf.getvalue()
 
@@ -140,6 +142,7 @@ def _detail(line: str, indent: str = "    "):
     from rich.text import Text
 
     t = Text(indent)
+    line = visible(line)
     if " → " in line and ": " in line:
         path, _, rest = line.partition(": ")
         old, _, new = rest.partition(" → ")
@@ -180,7 +183,9 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
 
 
 def render_json(r: ReplayResult) -> bytes:
-    return orjson.dumps(to_dict(r), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    # the same values with no raw control or bidi character (it may be printed on a terminal)
+    return json_visible(orjson.dumps(to_dict(r),
+                                     option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
 
 
 def render_junit(results: list[ReplayResult]) -> bytes:
@@ -191,7 +196,8 @@ def render_junit(results: list[ReplayResult]) -> bytes:
                        time=f"{sum(r.duration_s for r in results):.3f}")
     for r in results:
         case = ET.SubElement(suite, "testcase", classname=f"wire-replay.{r.mode}",
-                             name=f"{os.path.basename(r.recording.path)}::{r.recording.name}",
+                             name=visible(f"{os.path.basename(r.recording.path)}::"
+                                          f"{r.recording.name}"),
                              time=f"{r.duration_s:.3f}")
         if not r.ok:
             f = ET.SubElement(case, "failure", message=first_headline(r), type="divergence")

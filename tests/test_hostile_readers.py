@@ -206,8 +206,12 @@ BAD_TRANSCRIPTS = {
     "frame_unknown_dir.jsonl": (HEAD + '\n{"dir": "sideways", "frame": {}}\n').encode(),
     "frame_text_wrong_type.jsonl": (HEAD + '\n{"dir": "c2a", "text": 5}\n').encode(),
     "binary_garbage.jsonl": bytes(range(256)) * 8,
+    # issue 28: a header value of the wrong type
+    "mono_start_not_a_number.jsonl": (HEAD[:-2] + ', "mono_start_ns": "x"}}\n'
+                                      '{"dir": "c2a", "frame": {"jsonrpc": "2.0"}}\n').encode(),
 }
-BAD_DBS = ["cut_in_half.db", "foreign_tables.db", "schema_not_a_number.db", "bytes_flipped.db"]
+BAD_DBS = ["cut_in_half.db", "foreign_tables.db", "schema_not_a_number.db", "bytes_flipped.db",
+           "schema5_foreign_tables.db"]
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +232,15 @@ def corrupt(tmp_path_factory) -> dict[str, Path]:
     shutil.copy(ok, d / "schema_not_a_number.db")
     con = duckdb.connect(str(d / "schema_not_a_number.db"))
     con.execute("UPDATE meta SET value = 'abc' WHERE key = 'schema_version'")
+    con.close()
+    # our table names and a current schema version, another program's columns (issue 28)
+    con = duckdb.connect(str(d / "schema5_foreign_tables.db"))
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    con.execute("CREATE TABLE frames (a INTEGER)")
+    con.execute("CREATE TABLE sessions (b INTEGER)")
+    con.execute("INSERT INTO frames VALUES (1)")
+    con.execute("INSERT INTO sessions VALUES (1)")
     con.close()
     flipped = bytearray(data)
     at = len(flipped) // 100  # inside the first blocks DuckDB reads: the catalog

@@ -390,12 +390,13 @@ def _rows(con: Any, versions: dict[str, int], stored: set[str], attached: dict[s
 def _read_files(paths: list[str], what: str) -> dict[str, Any]:
     import duckdb
 
-    from ..sources import lock
+    from ..sources import bound_memory, lock, remove_spill
 
     problems: dict[str, str] = {}
     busy: list[str] = []
     out: dict[str, Any] = {"problems": problems, "busy": busy}
     con = duckdb.connect(":memory:", config={"threads": 1})  # the processes use the cores
+    spill = bound_memory(con)  # a 10^7-frame file is indexed within bounded memory
     try:
         attached = _attach(con, paths, problems, busy)
         versions, stored = _check(con, attached, problems)
@@ -407,6 +408,7 @@ def _read_files(paths: list[str], what: str) -> dict[str, Any]:
         return out
     finally:
         con.close()
+        remove_spill(spill)
 
 
 class Workers:

@@ -195,6 +195,13 @@ BATCH_BYTES = 256 << 20  # and at most this much of them
 BIG_FILE = 32 << 20  # a file this big is a batch alone (read in place, not copied)
 PROCESSES_FROM = 300  # files to read before worker processes pay for their start (~0.5 s)
 CHUNK = 2000  # frames read from the file at a time for the conversation
+# frames one request for conversation items reads at most: a page of a 10^7-frame session of
+# streamed text answers in bounded time, and "more" takes the next share
+READ_MAX = 50_000
+# frames of a session whose conformance findings the inspector shows (wire-check's default)
+CHECK_MAX = 250_000
+# a session of more client/agent frames than this gets a light view (`Catalog._big_session`)
+VIEW_MAX = 1_000_000
 
 
 @contextlib.contextmanager
@@ -204,7 +211,7 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     of frames needs (a workspace's views cost more than the read)."""
     from wire_recorder.recorder.store import frame_select, is_duckdb_file
 
-    from ..sources import attach_db, lock, open_workspace
+    from ..sources import attach_db, bound_memory, lock, open_workspace, remove_spill
 
     if os.path.isdir(path) or not is_duckdb_file(path):  # a transcript or a Parquet export
         with open_workspace([path], materialize=False) as ws:
@@ -213,12 +220,14 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     import duckdb
 
     con = duckdb.connect(":memory:")
+    spill = bound_memory(con)
     try:
         version = attach_db(con, path, "rec")
         lock(con)
         yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
     finally:
         con.close()
+        remove_spill(spill)
 
 
 @dataclass
@@ -250,8 +259,13 @@ class Cursor:
 
     def page(self, start: int, n: int = PAGE) -> dict:
         with self.lock:
+            read = 0
             while not self.done and len(self.conv.items) < start + n:
+                if read >= READ_MAX:  # a request reads a bounded share of a huge session
+                    self.conv.pause()  # the text streamed so far, as an item
+                    break
                 frames = self._read()
+                read += len(frames)
                 for f in frames:
                     self.conv.add(f)
                 if frames:
@@ -623,13 +637,36 @@ class Catalog:
             data = self._data_cache.get(key)
         if data is None:
             r = self.row(key)
-            with self._open(r) as ws:
-                data, _ = session_data(ws, r["session_id"])
+            if (r.get("frame_count") or 0) > VIEW_MAX:
+                data = self._big_session(r)
+            else:
+                with self._open(r) as ws:
+                    data, _ = session_data(ws, r["session_id"])
             with self._lock:
                 self._data_cache[key] = data
                 while len(self._data_cache) > 8:
                     self._data_cache.popitem(last=False)
         return {"key": key, "live": False} | data
+
+    def _big_session(self, r: dict) -> dict:
+        """The header and frame count of a session too big for the derived views (the cards,
+        timeline and token chart read every frame through them): bounded in time and memory,
+        and the page says what it left out. The conversation is paged as for any session."""
+        from ..sources import open_workspace
+
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+            srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
+                         {"sid": r["session_id"]})[0]
+            frames = ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ?",
+                                    [r["session_id"]]).fetchall()[0][0]
+        head = {k: _json_safe(v) for k, v in srow.items()}
+        head["command"] = _parsed(head.get("command"))
+        head["tags"] = _parsed(head.get("tags"))
+        head["agent"] = agent_of(head["command"])
+        return {"session": head, "counts": {"frames": frames}, "spans": [], "tokens": [],
+                "note": f"{frames:,} frames: the cards, timeline and token chart are left out "
+                        f"above {VIEW_MAX:,} (wire-stats and wire-query give the numbers); the "
+                        "conversation below is read a page at a time"}
 
     def items(self, key: str, start: int, n: int = PAGE) -> dict:
         if key.startswith("live."):
@@ -683,8 +720,10 @@ class Catalog:
                 picked = [f for f in lv.frames if lo - 1 <= f.seq <= hi]
             return frame_dicts(picked, lo)
         r = self.row(key)
-        with self._open(r) as ws:
-            got = self._frames_in(ws, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
+        # the file alone, without the analysis views: a page of frames of a 10^7-frame session
+        # reads the row groups that hold it
+        with frames_of(r["source_file"]) as (con, table):
+            got = self._frames_in(con, table, r, f"seq BETWEEN {int(lo) - 1} AND {int(hi)}", lo)
         return self._mark(key, got)
 
     def _violations(self, key: str) -> dict[int, list[str]]:
@@ -700,11 +739,16 @@ class Catalog:
 
         r = self.row(key)
         out: dict[int, list[str]] = {}
-        with open_workspace([r["source_file"]], materialize=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
+            # the first CHECK_MAX frames (as wire-check): a bound on seq, found over seq alone
+            bound = ws.con.execute("SELECT seq FROM frames WHERE session_id = ? ORDER BY seq "
+                                   f"LIMIT 1 OFFSET {CHECK_MAX - 1}",
+                                   [r["session_id"]]).fetchall()
+            upto = f" AND seq <= {int(bound[0][0])}" if bound else ""
             cur = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                                 "AND direction IN ('c2a', 'a2c') ORDER BY seq",
+                                 f"AND direction IN ('c2a', 'a2c'){upto} ORDER BY seq",
                                  [r["session_id"]])
 
             def stream() -> Iterator[Frame]:
@@ -731,26 +775,31 @@ class Catalog:
         if key.startswith("live."):
             return self.frames(key, seq, seq)
         r = self.row(key)
-        with self._open(r) as ws:
+        from ..sources import open_workspace
+
+        # the views computed for this one query (not materialised over the whole file)
+        with open_workspace([r["source_file"]], materialize=False) as ws:
             seqs = [x[0] for x in ws.con.execute(sql("related"), {"sid": r["session_id"],
                                                                    "seq": seq}).fetchall()]
             if not seqs:
                 return []
-            got = self._frames_in(ws, r, f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
+            got = self._frames_in(ws.con, "frames", r,
+                                  f"seq IN ({', '.join(str(int(s)) for s in seqs)})", None)
         return self._mark(key, got)
 
-    def _frames_in(self, ws: Any, r: dict, where: str, lo: int | None) -> list[dict]:
+    def _frames_in(self, con: Any, table: str, r: dict, where: str,
+                   lo: int | None) -> list[dict]:
         from wire_recorder.recorder.model import COLUMNS
         from wire_recorder.recorder.store import resolve_blobs
 
-        rows = ws.con.execute(f"SELECT {', '.join(COLUMNS)} FROM frames WHERE session_id = ? "
-                              f"AND {where} ORDER BY seq", [r["session_id"]]).fetchall()
+        rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM {table} WHERE session_id = ? "
+                           f"AND {where} ORDER BY seq", [r["session_id"]]).fetchall()
         frames = [Frame(*x) for x in rows]
         if any(f.raw is None and f.blob_offset is not None for f in frames):
             resolve_blobs(frames, r["source_file"])
         if lo is None:  # scattered frames: each one's gap is to the frame just before it
-            prev = {x[0]: x[1] for x in ws.con.execute(
-                "SELECT seq + 1, mono_ns FROM frames WHERE session_id = ? AND seq IN "
+            prev = {x[0]: x[1] for x in con.execute(
+                f"SELECT seq + 1, mono_ns FROM {table} WHERE session_id = ? AND seq IN "
                 f"({', '.join(str(f.seq - 1) for f in frames) or 'NULL'})",
                 [r["session_id"]]).fetchall()}
             return frame_dicts(frames, None, prev)

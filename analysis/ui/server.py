@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.visible import json_visible
 
 from .data import Catalog
 
@@ -38,9 +39,27 @@ def asset(name: str) -> bytes:
     return files(__package__).joinpath("assets", name).read_bytes()
 
 
+# a burst of requests (a page opening many frames, 200 clients at once) waits in the listen
+# queue instead of being refused (the default queue holds 5)
+BACKLOG = 256
+# requests answered at once; the rest wait their turn (each may hold a DuckDB connection and
+# its memory, and two cores serve no more than a few at a time anyway)
+BUSY = 4
+# the largest number a query parameter may be (offsets, counts, seqs: far below 2**63)
+PARAM_MAX = 2**53
+
+
 class UiServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
+    request_queue_size = BACKLOG
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):  # the browser went away: not news
+            return
+        super().handle_error(request, client_address)
 
     def __init__(self, catalog: Catalog, port: int = 0, token: str | None = None):
         self.catalog = catalog
@@ -48,6 +67,7 @@ class UiServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.port = self.server_address[1]
         self._rebuilding = threading.Lock()
+        self.busy = threading.BoundedSemaphore(BUSY)
 
     @property
     def url(self) -> str:
@@ -89,10 +109,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(body)
+            try:
+                self.wfile.write(body)
+            except ConnectionError:  # the browser went away (a page left): nothing to answer
+                self.close_connection = True
 
     def _json(self, obj: Any, code: int = 200) -> None:
-        self._send(code, orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS),
+        # the same values with no raw control or bidi character (app.js shows them visibly)
+        self._send(code, json_visible(orjson.dumps(obj, default=str,
+                                                   option=orjson.OPT_NON_STR_KEYS)),
                    "application/json")
 
     def _deny(self, code: int, why: str) -> None:
@@ -144,7 +169,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, asset(name), ASSETS[name])
         if path.startswith("/api/"):
             try:
-                return self._api(path[len("/api/"):], {k: v[-1] for k, v in query.items()})
+                with self.server.busy:
+                    return self._api(path[len("/api/"):], {k: v[-1] for k, v in query.items()})
+            except BadParam as e:
+                return self._json({"error": str(e)}, 400)
             except KeyError:
                 return self._json({"error": "no such session (reload the index)"}, 404)
             except (UserError, ValueError, IndexError) as e:
@@ -154,6 +182,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _api(self, name: str, q: dict[str, str]) -> None:
         cat = self.server.catalog
+
+        def num(key: str, default: int | None = None, lo: int = 0) -> int:
+            return _number(q, key, default, lo)
+
         if name == "index":
             if q.get("refresh") or not cat.ready:
                 self.server.refresh_async()
@@ -161,20 +193,39 @@ class Handler(BaseHTTPRequestHandler):
                 q=q.get("q", ""), protocol=q.get("protocol", ""), tag=q.get("tag", ""),
                 errors=q.get("errors") == "1", day_from=q.get("from", ""),
                 day_to=q.get("to", ""), sort=q.get("sort", "started_at"),
-                desc=q.get("desc", "1") == "1", offset=int(q.get("offset", "0")),
-                limit=int(q.get("limit", "100"))))
+                desc=q.get("desc", "1") == "1", offset=num("offset", 0),
+                limit=num("limit", 100)))
         if name == "session":
             return self._json(cat.session(q["k"]))
         if name == "items":
-            return self._json(cat.items(q["k"], int(q.get("from", "0")), int(q.get("n", "2000"))))
+            return self._json(cat.items(q["k"], num("from", 0), num("n", 2000)))
         if name == "frames":
-            lo = int(q.get("seq", "1"))
-            return self._json({"frames": cat.frames(q["k"], lo, lo + int(q.get("n", "100")) - 1)})
+            lo = num("seq", 1)
+            return self._json({"frames": cat.frames(q["k"], lo, lo + num("n", 100, lo=1) - 1)})
         if name == "related":
-            return self._json({"frames": cat.related(q["k"], int(q["seq"]))})
+            return self._json({"frames": cat.related(q["k"], num("seq"))})
         if name == "report":
-            return self._json(cat.report(int(q.get("n", "0"))))
+            return self._json(cat.report(num("n", 0)))
         return self._json({"error": "no such endpoint"}, 404)
+
+
+class BadParam(ValueError):
+    """A query parameter that is not a number the API takes: answered 400."""
+
+
+def _number(q: dict[str, str], key: str, default: int | None, lo: int) -> int:
+    text = q.get(key)
+    if text is None:
+        if default is None:
+            raise BadParam(f"{key} is missing")
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadParam(f"{key}={text[:40]!r} is not a whole number") from None
+    if not lo <= value <= PARAM_MAX:
+        raise BadParam(f"{key}={text[:40]!r} is out of range ({lo} to {PARAM_MAX})")
+    return value
 
 
 def serve(catalog: Catalog, port: int = 0, token: str | None = None) -> UiServer:

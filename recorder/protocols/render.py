@@ -16,20 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from rich.markup import escape as _escape
 
+from ..visible import visible
+
 if TYPE_CHECKING:
     from ..model import Frame
     from .base import Adapter
 
 
-# Control characters from a recording would reach the terminal as they are (an ESC starts a
-# cursor move, a colour or a hyperlink): each is shown as its Unicode control picture instead.
-_CONTROLS = {c: 0x2400 + c for c in range(0x20)} | {0x7F: 0x2421, 0x9B: 0xFFFD}
-
-
 def clean(text: str) -> str:
-    """`text` with every control character made visible (ESC as ␛), so that a recording cannot
-    drive the terminal."""
-    return text.translate(_CONTROLS)
+    """`text` with every control and bidi character made visible (ESC as ␛), so that a
+    recording cannot drive the terminal (recorder/visible.py)."""
+    return visible(text)
 
 
 def esc(value: Any) -> str:

@@ -10,17 +10,22 @@
   const $status = document.getElementById("status");
   let liveTimer = null;
 
+  // Recorded text is shown, never obeyed: C0 controls (but line breaks and tabs) as their control
+  // pictures, DEL, C1 and the bidi controls (U+202E...) as U+FFFD, as recorder/visible.py does.
+  const vis = (s) => String(s).replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => { const n = c.charCodeAt(0); return n < 0x20 ? String.fromCharCode(0x2400 + n) : n === 0x7f ? "\u2421" : "\ufffd"; });
+
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === null || v === undefined || v === false) continue;
       if (k === "class") e.className = v;
       else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-      else e.setAttribute(k, v);
+      else e.setAttribute(k, vis(v));
     }
     for (const k of kids.flat()) {
       if (k === null || k === undefined || k === false) continue;
-      e.appendChild(typeof k === "object" ? k : document.createTextNode(String(k)));
+      e.appendChild(typeof k === "object" ? k : document.createTextNode(vis(k)));
     }
     return e;
   }
@@ -101,7 +106,7 @@
     ["errors", "errors"], [null, "tags"], ["source_file", "file"]];
 
   async function showIndex() {
-    $crumbs.textContent = "sessions";
+    $crumbs.textContent = vis("sessions");
     const search = el("input", {type: "search", id: "q", placeholder: 'search prompts and messages ("a phrase")', value: state.q});
     const sel = el("select", {id: "proto"}, el("option", {value: ""}, "all protocols"));
     const tag = el("input", {type: "text", id: "tag", placeholder: "tag key=value", size: 14, value: state.tag});
@@ -133,12 +138,12 @@
       // the first build serves what it has read so far: shown, with the count of files read
       const reading = d.ready ? "" : "reading the recordings…" +
         (d.progress && d.progress.of ? ` ${num(d.progress.read)} of ${num(d.progress.of)} files` : "");
-      if (!d.ready && !d.total) { count.textContent = reading; return setTimeout(load, 300); }
+      if (!d.ready && !d.total) { count.textContent = vis(reading); return setTimeout(load, 300); }
       for (const pr of d.protocols) if (![...sel.options].some((o) => o.value === pr)) sel.appendChild(el("option", {value: pr}, pr));
       // rows come first, the search text of every file after them
       const indexing = d.search && !d.search.ready ? "search is still being built" +
         (d.search.of ? ` (${num(d.search.read)} of ${num(d.search.of)} files): results may be missing` : "") : "";
-      count.textContent = `${num(d.matched)} of ${num(d.total)} sessions` + (reading ? " · " + reading : "") + (indexing ? " · " + indexing : "") + (d.problems.length ? " · " + d.problems.join("; ") : "");
+      count.textContent = vis(`${num(d.matched)} of ${num(d.total)} sessions` + (reading ? " · " + reading : "") + (indexing ? " · " + indexing : "") + (d.problems.length ? " · " + d.problems.join("; ") : ""));
       put(reports, ...(d.reports || []).map((n, i) => el("a", {href: "#r/" + i, class: "report"}, "replay report " + n + " ")));
       const head = el("tr", {}, COLS.map(([k, label]) => el("th", {onclick: k ? () => {
         if (state.sort === k) state.desc = !state.desc; else { state.sort = k; state.desc = k === "started_at"; }
@@ -200,7 +205,7 @@
     const addItems = (items) => { for (const it of items) conv.insertBefore(renderItem(key, it), more.parentNode === conv ? more : null); count += items.length; };
     const pageMore = (total, further) => {
       if (count < total || further) {
-        more.textContent = further ? "show more" : `show more (${num(total - count)} left)`;
+        more.textContent = vis(further ? "show more" : `show more (${num(total - count)} left)`);
         more.onclick = async () => { const r = await api("items", {k: key, from: count}); addItems(r.items); pageMore(r.items_total, r.more); };
         conv.appendChild(more);
       } else if (more.parentNode) more.remove();
@@ -212,7 +217,7 @@
     let d;
     try { d = await pSession; } catch (e) { return fail(e); }
     const s = d.session;
-    document.title = (s.name || s.session_id) + " · wire-ui";
+    document.title = vis(s.name || s.session_id) + " · wire-ui";
     put($crumbs, STATIC && STATIC.only ? "" : el("a", {href: "#"}, "sessions"), " / ", s.name || s.session_id);
     const cards = el("div", {class: "cards", id: "cards"}, (CARDS[s.protocol] || CARDS.wire).filter(([k]) => d.counts[k] !== undefined).map(([k, label, f]) =>
       el("div", {class: "card", "data-k": k}, el("b", {}, (f || num)(d.counts[k] ?? 0) || "0"), el("span", {}, label))));
@@ -222,6 +227,7 @@
       el("h1", {id: "title"}, s.name || s.session_id, " ", proto(s.protocol), d.live ? el("span", {class: "live", id: "livebadge"}, " ● live") : null),
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
       el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
+      d.note ? el("div", {class: "bad"}, d.note) : null,
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
@@ -240,9 +246,9 @@
         try { r = await api("items", {k: key, from: count}); } catch (e) { return; }
         if (r.items.length) addItems(r.items);
         const card = document.querySelector('.card[data-k="frames"] b');
-        if (card) card.textContent = num(r.frames);
+        if (card) card.textContent = vis(num(r.frames));
         if (r.live) liveTimer = setTimeout(poll, 400);
-        else if (badge) badge.textContent = " (recording ended)";
+        else if (badge) badge.textContent = vis(" (recording ended)");
       };
       liveTimer = setTimeout(poll, 400);
     }
@@ -310,7 +316,7 @@
       let pretty = text;
       try { pretty = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON: shown as it is */ }
       const pre = el("pre", {class: "body"}, pretty);
-      const show = (what) => { pre.textContent = what === "json" ? pretty : what === "raw" ? text : hexdump(bytes); };
+      const show = (what) => { pre.textContent = vis(what === "json" ? pretty : what === "raw" ? text : hexdump(bytes)); };
       const gap = f.direction === "proxy" && f.method === "recording_gap";
       const arrow = f.direction === "c2a" ? "client → agent" : f.direction === "a2c" ? "agent → client" : f.direction;
       return el("div", {class: "frame " + f.direction + (f.anomaly || f.parse_error || gap || (f.conformance || []).length ? " anom" : ""), "data-seq": f.seq},
@@ -390,7 +396,7 @@
       const s = hit(ev);
       if (s) {
         tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
-        tip.textContent = `${s.label} · ${fmtMs(s.start_ms)} → ${s.end_ms === null ? "no end" : fmtMs(s.end_ms - s.start_ms)} · ${s.status || ""} · seq ${s.seq}`;
+        tip.textContent = vis(`${s.label} · ${fmtMs(s.start_ms)} → ${s.end_ms === null ? "no end" : fmtMs(s.end_ms - s.start_ms)} · ${s.status || ""} · seq ${s.seq}`);
       } else tip.style.display = "none";
     });
     cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
