@@ -58,27 +58,51 @@ HUGE_FRAME = 1 << 20  # bytes; larger frames are not parsed as JSON
 # (no token character before the match) is checked in the replacement instead.
 _TOKEN_SHAPES = [
     rb"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}",
-    rb"AKIA[0-9A-Z]{16}(?![0-9A-Z])",
+    rb"(?:AKIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}(?![0-9A-Z])",
     rb"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
     rb"AIza[0-9A-Za-z_-]{35}",
     rb"gh[pousr]_[A-Za-z0-9]{30,}",
     rb"github_pat_[A-Za-z0-9_]{22,}",
     rb"glpat-[A-Za-z0-9_-]{20,}",
-    rb"xox[bpoas]-[A-Za-z0-9-]{10,}",
+    rb"xox[bpoasre]-[A-Za-z0-9-]{10,}",
     # possessive: a run of these never ends in `.`, and giving bytes back walked each run of
     # base64 again from every `eyJ` in it
     rb"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}",
+    # the shapes of detect-secrets' and gitleaks' rules for these services (s9 ...)
+    rb"[sr]k_(?:live|test)_[0-9A-Za-z]{20,}",  # Stripe secret / restricted keys
+    rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # npm access token
+    rb"pypi-AgE[A-Za-z0-9_-]{50,}",  # PyPI / TestPyPI API token (a macaroon)
+    rb"dckr_pat_[A-Za-z0-9_-]{20,}",  # Docker Hub personal access token
+    rb"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",  # SendGrid API key
+    rb"hf_[A-Za-z0-9]{30,}",  # Hugging Face user access token
+    rb"AC[0-9a-f]{32}(?![0-9A-Za-z])",  # Twilio account SID
+    rb"SK[0-9a-f]{32}(?![0-9A-Za-z])",  # Twilio API key SID
+    rb"ya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access token
+    rb"xapp-[0-9]-[A-Za-z0-9-]{20,}",  # Slack app-level token
+    rb"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}",
+    rb"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    rb"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}",  # Square access token / OAuth secret
+    rb"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}",  # Shopify tokens
+    rb"do[por]_v1_[0-9a-f]{64}",  # DigitalOcean tokens
+    rb"AKCp[A-Za-z0-9]{69}",  # Artifactory API key
+    rb"gl(?:ptt|dt|rt|soat|ffct|imt|agent|cbt|oas)-[A-Za-z0-9_-]{20,}",  # more GitLab tokens
 ]
 _TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_PEM = rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----"
+_PEM = (rb"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.{0,65536}?"
+        rb"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _BEARER = rb"(?i:\b(?:bearer|basic))[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 _URL_PASSWORD = (
     rb"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^/\s:@\"'<>\\]{1,256}:(?P<secret>[^/\s@\"'<>\\]{1,256})@"
 )
 _SECRET_WORDS = (
     rb"api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
-    rb"|secret[_-]?key|private[_-]?key|password|passwd|secret|token"
+    rb"|secret[_-]?key|private[_-]?key|accountkey|sharedaccesskey|password|passwd|secret|token"
+    # any other `*_key` name (`AWS_SECRET_ACCESS_KEY`, `stripe-key`): its value must look random
+    # (`_key_value_ok`), so `sort_key=created_at` stays
+    rb"|key"
 )
+# A name that says secret by itself; other names ending in `key` need a random-looking value.
+_STRONG_NAME = re.compile(rb"api[_-]?key|secret|token|passw|private|access|account|auth")
 _ASSIGNMENT_TAIL = rb"\b[\"']?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
 _ASSIGNMENT_VALUE = rb"[^\s\"'\\,;&()\[\]{}<>]"
 _ASSIGNMENT = (
@@ -118,10 +142,19 @@ _SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
     for c, p in (
         # the PEM branch first: `sk-----BEGIN ` is a PEM block and cannot be an `sk-` key
         (b"-", rb"-(?:(?=----BEGIN )(?P<p>)|(?<=sk-)(?P<s0>)|(?<=glpat-)(?P<s6>)"
-                 rb"|(?<=xox[bpoas]-)(?P<s7>))"),
-        (b"A", rb"A(?:KIA(?P<s1>)|SIA(?P<s2>)|Iza(?P<s3>))"),
-        (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>))"),
+                 rb"|(?<=xox[bpoasre]-)(?P<s7>)|(?<=pypi-)(?P<s11>)|(?<=xapp-)(?P<s18>)"
+                 rb"|(?<=sq0atp-)(?P<s21>)|(?<=sq0csp-)(?P<s21b>)|(?<=gl[a-z]{2}-)(?P<s25>)"
+                 rb"|(?<=gl[a-z]{3}-)(?P<s25b>)|(?<=gl[a-z]{4}-)(?P<s25c>)"
+                 rb"|(?<=gl[a-z]{5}-)(?P<s25d>))"),
+        (b"A", rb"A(?:KIA(?P<s1>)|BIA(?P<s1b>)|CCA(?P<s1c>)|3T(?P<s1d>)|SIA(?P<s2>)|Iza(?P<s3>)"
+                 rb"|C(?=[0-9a-f]{32})(?P<s15>)|KCp(?P<s24>))"),
+        (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>)|(?<=[sr]k_)(?P<s9>)"
+                 rb"|(?<=npm_)(?P<s10>)|(?<=dckr_)(?P<s12>)|(?<=hf_)(?P<s14>)"
+                 rb"|(?<=shp[a-z]{2}_)(?P<s22>)|(?<=_v1_)(?P<s23>))"),
         (b"J", rb"J(?<=\.eyJ)(?P<s8>)"),  # a JWT's second part: `eyJ` alone is common in base64
+        (b".", rb"\.(?:(?<=SG\.)(?P<s13>)|(?<=ya29\.)(?P<s17>)|(?<=hooks\.slack\.)(?P<s19>))"),
+        (b"K", rb"K(?<=SK)(?=[0-9a-f]{32})(?P<s16>)"),
+        (b"~", rb"~(?<=[0-9]Q~)(?P<s20>)"),
     )
 )
 
@@ -137,6 +170,9 @@ FRAGMENT_MIN = 12
 MAX_WINDOWS = 1 << 16
 _FRAGMENT_RUN = re.compile(rb"[!#-\[\]-~]{%d,}" % FRAGMENT_MIN)
 _ELLIPSES = ((b".", b"..."), (b"\xe2", "\u2026".encode()), (b"\\", b"\\u2026"))  # (a byte of it, it)
+
+
+_GROUP_SHAPE = {g: g.rstrip("bcd") for _, rx in _SHAPE_ANCHORS for g in rx.groupindex}
 
 
 def _find_via(raw: bytes, first: bytes, needle: bytes, start: int) -> int:
@@ -159,8 +195,10 @@ def _may_hold_shape(raw: bytes) -> bool:
 
 
 def _shape_hits(raw: bytes) -> set[str | None]:
-    """The groups of _SHAPE_ANCHORS found in raw."""
-    return {m.lastgroup for c, rx in _SHAPE_ANCHORS if c in raw for m in rx.finditer(raw)}
+    """The shapes (`s<index>`, `p`) whose anchors in _SHAPE_ANCHORS are found in raw (a group
+    `s1b` is another anchor of shape `s1`)."""
+    return {_GROUP_SHAPE.get(g, g) for c, rx in _SHAPE_ANCHORS if c in raw
+            for g in (m.lastgroup for m in rx.finditer(raw))}
 
 
 # What the context rules need in the lowered frame: every word of `_SECRET_WORDS` holds one of
@@ -205,8 +243,21 @@ SECRET_KEYS = frozenset(
         "setcookie",
         "xapikey",
         "xauthtoken",
+        "secretaccesskey",
+        "awssecretaccesskey",
+        "privatekeyid",
+        "accountkey",
+        "apisecret",
+        "appsecret",
+        "clientkey",
+        "webhooksecret",
     }
 )
+# env/headers map entries whose name says secret (the others are masked when their value looks
+# like a token: `_random_value`)
+_SECRET_MAP_NAME = re.compile(
+    r"(?i)key|token|secret|passw|pass$|auth(?!or)|credential|cookie|session|signature|private"
+    r"|_pat$|^pat$")
 MAP_KEYS = frozenset({"env", "headers"})
 _SECRET_ENV_NAME = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD|^TOKEN|^SECRET)")
 _SECRET_ENV_TAIL = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET)$")
@@ -460,6 +511,7 @@ class Redactor:
 
     def _subber(self, found: list[bytes], bounded: bool = False) -> Callable[[re.Match[bytes]], bytes]:
         literals = self._literals
+        assignment = self._context[2]
 
         def sub(m: re.Match[bytes]) -> bytes:
             g = "secret" if "secret" in m.re.groupindex else 0
@@ -470,6 +522,8 @@ class Redactor:
             if bounded and start > 0 and s[start - 1] in _TOKEN_CHARS:
                 return m.group(0)
             value = s[start:end]
+            if m.re is assignment and not _key_value_ok(m, value):
+                return m.group(0)
             secret = literals.get(value, value) if literals else value
             if g and end - start >= MIN_ENV_VALUE:
                 found.append(value)
@@ -488,10 +542,11 @@ class Redactor:
             return _may_hold_shape(raw) or self._has_literal(raw)
         low = raw.lower()
         if len(raw) > _GATE_FIRST:
-            if (_may_hold_shape(raw) or any(w.search(low) is not None for w in _GATE_WORDS)) \
-                    and (len(raw) > _GATE_BY_WORDS or _PREFILTER.search(low) is not None):
+            if _may_hold_shape(raw) or (
+                    any(w.search(low) is not None for w in _GATE_WORDS)
+                    and (len(raw) > _GATE_BY_WORDS or _PREFILTER.search(low) is not None)):
                 return True
-        elif _PREFILTER.search(low) is not None:
+        elif _PREFILTER.search(low) is not None or _may_hold_shape(raw):
             return True
         if b"ASIA" in raw or (b"@" in raw and b"://" in raw):
             return True
@@ -614,25 +669,35 @@ class Redactor:
             return self._copy_list(v, lambda i, x: self._mask(x, pairs))
         return v
 
-    def _mask_map(self, v: Any, pairs: list[tuple[str, str]]) -> Any:
-        """An env/headers map: a dict's values, a list of {name, value}'s values, `N=V`'s V."""
+    def _mask_map(self, v: Any, pairs: list[tuple[str, str]], path: tuple[str, ...]) -> Any:
+        """An env/headers map: a dict's values, a list of {name, value}'s values, `N=V`'s V;
+        each masked when its name says secret or the value looks like a token, otherwise
+        redacted as any string is (so `SHELL=/bin/bash` keeps `/bin/bash`, and so does the rest
+        of the frame)."""
+
+        def entry(name: Any, x: Any) -> Any:
+            if isinstance(x, str) and (
+                    (isinstance(name, str) and _SECRET_MAP_NAME.search(name)) or _random_value(x)):
+                return self._mask(x, pairs)
+            return self._walk(x, path, pairs)
+
         if isinstance(v, dict):
-            return self._copy_dict(v, lambda k, x: self._mask(x, pairs))
+            return self._copy_dict(v, entry)
         if isinstance(v, list):
 
             def item(i: int, x: Any) -> Any:
                 if isinstance(x, dict) and "value" in x:
                     return self._copy_dict(
-                        x, lambda k, y: self._mask(y, pairs) if k == "value" else y
-                    )
+                        x, lambda k, y: entry(x.get("name"), y) if k == "value" else
+                        self._walk(y, path, pairs))
                 if isinstance(x, str) and "=" in x:
                     name, _, val = x.partition("=")
-                    m = self._mask(val, pairs)
+                    m = entry(name, val)
                     return x if m is val else f"{name}={m}"
-                return self._mask(x, pairs)
+                return self._walk(x, path, pairs)
 
             return self._copy_list(v, item)
-        return self._mask(v, pairs)
+        return self._walk(v, path, pairs)
 
     @staticmethod
     def _copy_dict(d: dict[str, Any], f: Callable[[str, Any], Any]) -> dict[str, Any]:
@@ -676,7 +741,7 @@ class Redactor:
                 if _norm_key(k) in self._keys:
                     return self._mask(v, pairs)
                 if k in MAP_KEYS:
-                    return self._mask_map(v, pairs)
+                    return self._mask_map(v, pairs, p)
                 return self._walk(v, p, pairs)
 
             return self._copy_dict(o, field)
@@ -706,6 +771,37 @@ class Redactor:
         b = text.encode("utf-8", "surrogateescape")
         out = self.redact_bytes(b)
         return text if out is b else out.decode("utf-8", "surrogateescape")
+
+
+def _key_value_ok(m: re.Match[bytes], value: bytes) -> bool:
+    """A match of _ASSIGNMENT whose name says secret, or whose value looks random: a name that
+    only ends in `key` (`sort_key`, `cache-key`) holds a secret when its value has a letter and
+    a digit (`created_at_desc` is left)."""
+    if _STRONG_NAME.search(m.string[m.start():m.start("secret")].lower()):
+        return True
+    return _looks_random(value)
+
+
+_DIGIT = re.compile(rb"[0-9]")
+_LETTER = re.compile(rb"[A-Za-z]")
+
+
+def _looks_random(value: bytes) -> bool:
+    return _DIGIT.search(value) is not None and _LETTER.search(value) is not None
+
+
+_RANDOM_VALUE = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}")
+
+
+def _random_value(v: str) -> bool:
+    """A value that looks like a token: 16+ characters of a token's alphabet, not a path or a
+    dotted name, with a digit, a lower- and an upper-case letter (or 32+ hex digits)."""
+    if not _RANDOM_VALUE.fullmatch(v) or v[0] in "/." or v.count("/") > 2:
+        return False
+    if len(v) >= 32 and all(c in "0123456789abcdefABCDEF" for c in v):
+        return True
+    return (any(c.isdigit() for c in v) and any(c.islower() for c in v)
+            and any(c.isupper() for c in v))
 
 
 def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:

@@ -76,11 +76,15 @@ def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
         "deep": [{"apiKey": "k1"}, {"X-Api-Key": "k2", "Client_Secret": "k3", "passwd": "k4",
                                     "set-cookie": "k5", "token": "k6", "tokens": 5}],
         "mcpServers": [
-            {"name": "s", "command": "/bin/s", "args": [], "env": [{"name": "DB", "value": "e1"}]},
+            {"name": "s", "command": "/bin/s", "args": [], "env": [
+                {"name": "DB_PASS", "value": "e1"}, {"name": "SHELL", "value": "/bin/bash"},
+                {"name": "ANY", "value": "Zq8xW2vB7nM4kL9pR3tY"}]},
             {"type": "http", "name": "h", "url": "http://h/",
-             "headers": [{"name": "X-Trace", "value": "h1"}]},
-            {"name": "m", "command": "x", "env": {"ANY": "e2"}},
-        ]}}
+             "headers": [{"name": "X-Auth-Token", "value": "h1"},
+                         {"name": "X-Trace", "value": "trace-0001"}]},
+            {"name": "m", "command": "x", "env": {"GH_PAT": "e2", "HOME": "/home/u",
+                                                  "LANG": "C.UTF-8"}},
+        ], "note": "runs /bin/bash as trace-0001 in C.UTF-8"}}
     raw = json.dumps(msg).encode()
     out = r.redact_bytes(raw)
     got = json.loads(out)
@@ -90,10 +94,17 @@ def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
         assert PLACEHOLDER_RE.fullmatch(v.encode()), v
     assert deep[1]["tokens"] == 5
     servers = got["params"]["mcpServers"]
-    assert servers[0]["env"][0]["name"] == "DB"  # names stay, values go
+    # names stay; a value goes when its name says secret or it looks like a token
+    assert [e["name"] for e in servers[0]["env"]] == ["DB_PASS", "SHELL", "ANY"]
     assert PLACEHOLDER_RE.fullmatch(servers[0]["env"][0]["value"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[0]["env"][2]["value"].encode())
     assert PLACEHOLDER_RE.fullmatch(servers[1]["headers"][0]["value"].encode())
-    assert PLACEHOLDER_RE.fullmatch(servers[2]["env"]["ANY"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[2]["env"]["GH_PAT"].encode())
+    # the others stay, and so do their values elsewhere in the frame
+    assert servers[0]["env"][1]["value"] == "/bin/bash"
+    assert servers[1]["headers"][1]["value"] == "trace-0001"
+    assert servers[2]["env"]["HOME"] == "/home/u" and servers[2]["env"]["LANG"] == "C.UTF-8"
+    assert got["params"]["note"] == msg["params"]["note"]
     assert got["params"]["cwd"] == "/w" and got["id"] == 2
 
 
