@@ -39,6 +39,7 @@ values, config patterns), to keep the loader's rate.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import hmac
 import json
@@ -96,7 +97,7 @@ _URL_PASSWORD = (
 )
 _SECRET_WORDS = (
     rb"api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
-    rb"|secret[_-]?key|private[_-]?key|accountkey|sharedaccesskey|password|passwd|secret|token"
+    rb"|secret[_-]?key|private[_-]?key(?:[_-]?id)?|accountkey|sharedaccesskey|password|passwd|secret|token"
     # any other `*_key` name (`AWS_SECRET_ACCESS_KEY`, `stripe-key`): its value must look random
     # (`_key_value_ok`), so `sort_key=created_at` stays
     rb"|key"
@@ -111,12 +112,13 @@ _ASSIGNMENT = (
     + rb"(?P<secret>" + _ASSIGNMENT_VALUE + rb"{8,}+)(?![(\[{<])"
 )
 # What every match of _ASSIGNMENT holds after its secret word (each ends in one of these).
-_ASSIGNMENT_ENDS = (b"key", b"token", b"secret", b"password", b"passwd")
+_ASSIGNMENT_ENDS = (b"key", b"token", b"secret", b"password", b"passwd", b"keyid", b"key_id",
+                    b"key-id")
 _ASSIGNMENT_AFTER = re.compile(
     _ASSIGNMENT_TAIL + _ASSIGNMENT_VALUE + rb"{8,}+(?![(\[{<])"
 )
 _SECRET_WORD_END = re.compile(rb"(?:" + _SECRET_WORDS + rb")\Z")  # on the lowered frame
-_SECRET_WORD_MAX = 16  # bytes; the longest secret word is 13
+_SECRET_WORD_MAX = 16  # bytes; the longest secret word is 15 (`sharedaccesskey`)
 _ALNUM_TABLE = bytes(1 if chr(c).isascii() and chr(c).isalnum() else 0 for c in range(256))
 _WORD_TABLE = bytes(1 if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0
                     for c in range(256))
@@ -538,8 +540,12 @@ class Redactor:
     def _may_match(self, raw: bytes) -> bool:
         """False when no built-in rule, secret env value or config key can match raw."""
         if len(raw) > HUGE_FRAME:
-            # only the token shapes, env values and config patterns run on these
-            return _may_hold_shape(raw) or self._has_literal(raw)
+            if _may_hold_shape(raw) or self._has_literal(raw):
+                return True
+            low = raw.lower()
+            return any(w in low for w in (*_BEARER_WORDS, *_ASSIGNMENT_WORDS)) or \
+                (b"@" in raw and b"://" in raw) or \
+                (bool(self._extra) and any(k in low for k in self._extra))
         low = raw.lower()
         if len(raw) > _GATE_FIRST:
             if _may_hold_shape(raw) or (
@@ -554,7 +560,81 @@ class Redactor:
             return True
         return bool(self._literal_list) and self._has_literal(raw)
 
-    def _byte_rules(self, raw: bytes, may: bool | None = None) -> bytes:
+    def _base64(self, raw: bytes) -> bytes:
+        """raw with each base64 run (B64_MIN+ characters, standard or URL-safe alphabet) whose
+        decoding is text holding a secret replaced whole (rule `base64`): text in which a byte
+        rule finds something, a `user:password` pair, or one token-looking word (`_random_value`).
+        Runs that decode to binary (images, hashes, `encrypted` thoughts) or to plain text are
+        left.
+
+        Text is bytes 0x20-0x7e, so the first of each 4 characters that encode 3 of them is one
+        of `I-Za-f` (a "leader"). Candidates are found in C: in each of the 4 strided views of
+        raw, 6 leaders in a row (`find`); most words, hex and paths have none. Only runs holding
+        such a place are decoded."""
+        if len(raw) < B64_MIN:
+            return raw
+        t = raw.translate(_B64_TABLE)
+        if t.find(_B64_RUN) < 0:  # no run long enough: most frames
+            return raw
+        starts: set[int] = set()
+        for k in range(4):
+            v = raw[k::4].translate(_B64_LEAD_TABLE)
+            p = v.find(b"LLLLLL")
+            while p >= 0:
+                i = k + 4 * p
+                e = t.find(b" ", i)
+                if e < 0:
+                    e = len(t)
+                starts.add(t.rfind(b" ", 0, i) + 1)
+                # on from the end of this run (the next leaders may start another run)
+                p = v.find(b"LLLLLL", max(p + 1, (e - k + 3) // 4))
+        if not starts:
+            return raw
+        parts: list[bytes] = []
+        at = 0
+        for i in sorted(starts):
+            if i < at:
+                continue
+            j = t.find(b" ", i)
+            if j < 0:
+                j = len(t)
+            if j - i >= B64_MIN and self._b64_secret(raw[i:j]):
+                parts += [raw[at:i], self.placeholder(raw[i:j])]
+                at = j
+        if not parts:
+            return raw
+        parts.append(raw[at:])
+        return b"".join(parts)
+
+    def _b64_secret(self, run: bytes) -> bool:
+        # Text is bytes 0x20-0x7e: the first of each 4 characters that encode 3 of them is one
+        # of `I-Za-f`. This refuses most runs that are not base64 text (words, hex, paths).
+        if run[:96:4].translate(None, _B64_LEADERS):
+            return False
+        body = run.rstrip(b"=")
+        if len(body) % 4 == 1 or PLACEHOLDER_PREFIX in run:
+            return False
+        alt = b"-_" if (b"-" in body or b"_" in body) else None
+        if alt is not None and (b"+" in body or b"/" in body):
+            return False
+        try:
+            # the head first: most runs (binary data, hashes) are refused from 48 characters
+            head = binascii.a2b_base64(_b64_std(body[:48], alt) + b"==") if len(body) > 48 \
+                else b""
+            if head and _NOT_TEXT.search(head[:35]):
+                return False
+            text = binascii.a2b_base64(_b64_std(body, alt) + b"==")
+        except (binascii.Error, ValueError):
+            return False
+        if len(text) < 8 or _NOT_TEXT.search(text):
+            return False
+        if _CREDENTIAL_PAIR.fullmatch(text):
+            return True
+        if _random_value(text.decode("ascii", "replace")):
+            return True
+        return self._byte_rules(text, b64=False) != text
+
+    def _byte_rules(self, raw: bytes, may: bool | None = None, b64: bool = True) -> bytes:
         """raw with the byte rules applied; `may`: what `_may_match(raw)` said, when the caller
         asked it already.
 
@@ -573,15 +653,26 @@ class Redactor:
                     out = rx.sub(bounded if b else plain, out)
             if self._literal_rx is not None and self._has_literal(out):
                 out = self._literal_rx.sub(plain, out)
-            if len(raw) <= HUGE_FRAME:  # these scan slowly: not over megabytes
-                low = raw.lower()
-                bearer, url, assignment = self._context
+            low = raw.lower()
+            bearer, url, assignment = self._context
+            if len(raw) <= HUGE_FRAME:
                 if any(w in low for w in _BEARER_WORDS):
                     out = bearer.sub(plain, out)
                 if b"://" in raw and b"@" in raw:
                     out = url.sub(plain, out)
                 if any(w in low for w in _ASSIGNMENT_WORDS):
                     out = _sub_assignments(assignment, plain, out)
+            else:
+                # Over megabytes a regex without a literal to look for first scans too slowly:
+                # each runs only in a window around where its matches must be (the words
+                # `bearer`/`basic`, `://`), found by `find`; the assignments are found that way
+                # already (one pass per word, no whole-frame fallback).
+                if any(w in low for w in _BEARER_WORDS):
+                    out = _sub_near(bearer, plain, out, _BEARER_WORDS, 1, _NEAR_AHEAD)
+                if b"://" in out and b"@" in out:
+                    out = _sub_near(url, plain, out, (b"://",), 40, 520)
+                if any(w in low for w in _ASSIGNMENT_WORDS):
+                    out = _sub_assignments(assignment, plain, out, fallback=False)
         if self._user_rules:
             plain = self._subber(found)
             for rx in self._user_rules:
@@ -590,6 +681,8 @@ class Redactor:
         # the rest of the frame too.
         for secret in sorted(set(found), key=len, reverse=True):
             out = out.replace(secret, self.placeholder(secret))
+        if b64:
+            out = self._base64(out)
         return raw if out == raw else out
 
     def redact_bytes(self, raw: bytes) -> bytes:
@@ -605,7 +698,8 @@ class Redactor:
     def _rules(self, raw: bytes) -> bytes:
         may = self._may_match(raw)
         if self._fast and not may:
-            return raw  # the hot path: most frames hold nothing any rule looks for
+            # the hot path: most frames hold nothing any rule looks for (nor base64 text)
+            return self._base64(raw)
         out = self._byte_rules(raw, may)
         if len(raw) > HUGE_FRAME or not (may or self._paths):
             return out
@@ -804,6 +898,22 @@ def _random_value(v: str) -> bool:
             and any(c.isupper() for c in v))
 
 
+# The base64 rule: runs of B64_MIN+ characters of either alphabet (and `=`) are decoded.
+B64_MIN = 24
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
+_B64_TABLE = bytes(0x61 if c in _B64_ALPHABET else 0x20 for c in range(256))
+_B64_RUN = b"a" * B64_MIN
+_B64_LEADERS = b"IJKLMNOPQRSTUVWXYZabcdef"
+_B64_LEAD_TABLE = bytes(0x4C if c in _B64_LEADERS else 0x20 for c in range(256))
+_NOT_TEXT = re.compile(rb"[^\x20-\x7e\t\r\n]")
+_CREDENTIAL_PAIR = re.compile(rb"[^\s:]{1,64}:[^\s:]{6,}")  # `user:password` (Basic, docker auth)
+
+
+def _b64_std(body: bytes, alt: bytes | None) -> bytes:
+    body = body[: len(body) - len(body) % 4] if len(body) % 4 == 1 else body
+    return body.translate(bytes.maketrans(b"-_", b"+/")) if alt else body
+
+
 def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:
     """The last position s, floor <= s <= w, from which `\\b(?:[a-z0-9]+[_-])*` ends at w (w holds
     a letter), or -1. Walking back from w: a non-word byte (or `-`, or the start) before j puts a
@@ -822,8 +932,40 @@ def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:
     return -1
 
 
+_NEAR_AHEAD = 8192  # bytes after `bearer` in which its credential must end (frames > 1 MiB)
+
+
+def _sub_near(rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes,
+              needles: tuple[bytes, ...], back: int, ahead: int) -> bytes:
+    """rx.sub(repl, raw) for a match that holds one of needles (lower case) at most `back`
+    bytes after its start and ends within `ahead` bytes of it: rx searched only in those
+    windows, so a frame of megabytes costs a few `find`s."""
+    low = raw.lower()
+    hits: list[int] = []
+    for n in needles:
+        i = low.find(n)
+        while i >= 0:
+            hits.append(i)
+            i = low.find(n, i + 1)
+    parts: list[bytes] = []
+    at = 0
+    for i in sorted(hits):
+        if i < at:
+            continue
+        m = rx.search(raw, max(at, i - back), min(len(raw), i + ahead))
+        if m is None:
+            continue
+        parts += [raw[at:m.start()], repl(m)]
+        at = m.end()
+    if not parts:
+        return raw
+    parts.append(raw[at:])
+    return b"".join(parts)
+
+
 def _sub_assignments(
-    rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes
+    rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes,
+    fallback: bool = True,
 ) -> bytes:
     """rx.sub(repl, raw) for rx = _ASSIGNMENT, found from where its matches must be.
 
@@ -862,6 +1004,8 @@ def _sub_assignments(
             continue
         m = rx.match(raw, start)
         if m is None or m.end() <= e:
+            if not fallback:
+                continue
             return rx.sub(repl, raw)
         parts.append(raw[at:start])
         parts.append(repl(m))

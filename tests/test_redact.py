@@ -433,7 +433,7 @@ def _all_rules(r: Redactor, raw: bytes) -> bytes:
             out = rx.sub(plain, out)
     for secret in sorted(set(found), key=len, reverse=True):
         out = out.replace(secret, r.placeholder(secret))
-    return out
+    return r._base64(out)  # not anchored: the same in both
 
 
 PIECES = [*SECRETS.values(), "api_key", "API-KEY", "apikey", "token", "Token", "secret",
@@ -490,3 +490,116 @@ def test_secret_assignments_scan_long_runs_once():
         assert out.startswith(run) or out.startswith(b"password: REDACTED:")
         assert b"s3cr3t-value" not in out and b"hunter2hunter" not in out
         assert b"token=short" in out or b"key=xxxxxxxxxxxx" in out
+
+
+# -- the shapes of the major secret scanners, KEY=value lines, base64, frames over 1 MiB --------
+
+def _mix(seed: str, n: int, alphabet: str = "aB3cD4eF5gH6iJ7kL8mN9pQ0rS1tU2vW") -> str:
+    import hashlib
+    d = hashlib.sha256(seed.encode()).digest() * 4
+    return "".join(alphabet[b % len(alphabet)] for b in d[:n])
+
+
+def _b64(s: str) -> str:
+    import base64
+    return base64.b64encode(s.encode()).decode()
+
+
+AWS_SECRET = _mix("aws", 36) + "/K7+"  # 40 characters of base64
+SCANNER_SHAPES = {  # name -> (text the secret travels in, the secret); built, not literal
+    "aws_ini": (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    "aws_env": (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\nAWS_REGION=eu-west-1", AWS_SECRET),
+    "stripe_live": (f"STRIPE=sk_live_{_mix('st', 24)}", f"sk_live_{_mix('st', 24)}"),
+    "stripe_restricted": (f"use rk_live_{_mix('rk', 24)} here", f"rk_live_{_mix('rk', 24)}"),
+    "npm": (f"//registry.npmjs.org/:_authToken=npm_{_mix('npm', 36)}", f"npm_{_mix('npm', 36)}"),
+    "pypi": (f"password = pypi-AgEIcHlwaS5vcmc{_mix('pypi', 70)}",
+             f"pypi-AgEIcHlwaS5vcmc{_mix('pypi', 70)}"),
+    "docker": (f"docker login -p dckr_pat_{_mix('dk', 27)}", f"dckr_pat_{_mix('dk', 27)}"),
+    "sendgrid": (f"SG.{_mix('sg1', 22)}.{_mix('sg2', 43)}", f"SG.{_mix('sg1', 22)}.{_mix('sg2', 43)}"),
+    "huggingface": (f"token hf_{_mix('hf', 34)}", f"hf_{_mix('hf', 34)}"),
+    "twilio_sid": ("AC" + _mix("tw", 32, "0123456789abcdef"), "AC" + _mix("tw", 32, "0123456789abcdef")),
+    "twilio_key": ("SK" + _mix("tk", 32, "0123456789abcdef"), "SK" + _mix("tk", 32, "0123456789abcdef")),
+    "azure_storage": (f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={_mix('az', 86)}==;"
+                      "EndpointSuffix=core.windows.net", _mix("az", 86) + "=="),
+    "azure_ad": (f'"clientSecret": "abc8Q~{_mix("aad", 34)}"', f"abc8Q~{_mix('aad', 34)}"),
+    "gcp_oauth": (f"ya29.{_mix('ya', 60)}", f"ya29.{_mix('ya', 60)}"),
+    "moonshot": (f"MOONSHOT_API_KEY=sk-{_mix('ms', 48)}", f"sk-{_mix('ms', 48)}"),
+    "slack_webhook": (f"https://hooks.slack.com/services/T{_mix('t', 8)}/B{_mix('b', 8)}/{_mix('w', 24)}",
+                      _mix("w", 24)),
+    "dotenv_token": (f"DEPLOY_TOKEN={_mix('dt', 30)}", _mix("dt", 30)),
+    "dotenv_password": (f'DB_PASSWORD="{_mix("dp", 16)}"', _mix("dp", 16)),
+    "generic_key": (f"SIGNING_KEY: {_mix('sk', 32)}", _mix("sk", 32)),
+    "base64_secret": (f"echo {_b64('sk_live_' + _mix('b64', 24))} | base64 -d",
+                      _b64("sk_live_" + _mix("b64", 24))),
+    "base64_credentials": (f'{{"auths":{{"r.io":{{"x":"{_b64("deploy:" + _mix("dc", 20))}"}}}}}}',
+                           _b64("deploy:" + _mix("dc", 20))),
+    "base64_random": (f"data: {_b64(_mix('br', 32))}", _b64(_mix("br", 32))),
+}
+SCANNER_GCP = json.dumps({"type": "service_account", "project_id": "p", "private_key_id": _mix("pk", 40, "0123456789abcdef"),
+                          "private_key": "-----BEGIN PRIVATE KEY-----\n" + _mix("pem", 64) + "\n-----END PRIVATE KEY-----\n",
+                          "client_email": "x@p.iam.gserviceaccount.com"})
+NOT_SECRETS = ["SHELL=/bin/bash", "sort_key=created_at_desc", "PATH=/usr/local/bin:/usr/bin",
+               "token_count = 12345678", "primary_key: user_id", "The quick brown fox jumps over",
+               "sha256:" + "0123456789abcdef" * 4, "tool_call_id=call_0123456789abcdef",
+               "/home/user/project/src/module/file_name_longer.py", _b64("plain words in a sentence"),
+               "max_tokens=4096", "session/new", '"type":"ContentPart"']
+
+
+@pytest.mark.parametrize("name", list(SCANNER_SHAPES))
+def test_the_shapes_of_the_major_secret_scanners_are_replaced(name):
+    text, secret = SCANNER_SHAPES[name]
+    r = R()
+    for raw in (text.encode(), frame({"user_input": text}),
+                b"x" * (HUGE_FRAME + 1) + b" " + text.encode() + b" " + b"y" * 100):
+        out = r.redact_bytes(raw)
+        assert secret.encode() not in out, (name, out[-300:])
+        assert PLACEHOLDER_RE.search(out)
+        assert r.redact_bytes(out) == out
+
+
+def test_a_gcp_service_account_json_keeps_no_key():
+    r = R()
+    for raw in (SCANNER_GCP.encode(), frame({"output": SCANNER_GCP})):
+        out = r.redact_bytes(raw)
+        sa = json.loads(SCANNER_GCP)
+        assert sa["private_key_id"].encode() not in out and _mix("pem", 64).encode() not in out
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_what_is_not_a_secret_stays(text):
+    r = R()
+    for raw in (text.encode(), frame({"user_input": text})):
+        assert r.redact_bytes(raw) is raw, raw
+
+
+def test_frames_over_1_mib_get_the_context_rules():
+    r = R()
+    pad = b"lorem ipsum dolor sit amet " * 45000
+    for text, secret in ((b"Authorization: Bearer abcDEF123456ghiJKL", b"abcDEF123456ghiJKL"),
+                         (b"https://h/login?user=a&password=hunter2hunter2&x=1", b"hunter2hunter2"),
+                         (b"postgres://u:pw0rd1234@db/x", b"pw0rd1234"),
+                         (b'"api_key": "zzzyyyxxx12"', b"zzzyyyxxx12")):
+        for raw in (pad + text + pad, text + pad, pad + text):
+            assert len(raw) > HUGE_FRAME
+            out = r.redact_bytes(raw)
+            assert secret not in out and out.count(b"REDACTED:") == 1, text
+
+
+def test_a_secret_scanner_signs_off_the_redacted_text():
+    """detect-secrets 1.5.0 (its pattern plugins; the entropy and IP ones flag placeholders and
+    every hash alike) flags the shapes it knows in the clear text and nothing once redacted."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    skip = {"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"}
+    r = R()
+    lines = [t for t, _ in SCANNER_SHAPES.values()] + [f"{k} = {v}" for k, v in SECRETS.items()]
+    with default_settings():
+        def flagged(line: str) -> list[str]:
+            return [f"{s.type}: {s.secret_value}" for s in scan_line(line) if s.type not in skip
+                    and not PLACEHOLDER_RE.fullmatch((s.secret_value or "").strip("\"'").encode())]
+
+        before = [line for line in lines if flagged(line)]
+        assert len(before) >= 15, before  # the scanner knows these shapes
+        after = {line: flagged(r.redact_text(line)) for line in lines}
+        assert {k: v for k, v in after.items() if v} == {}
