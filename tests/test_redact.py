@@ -603,3 +603,61 @@ def test_a_secret_scanner_signs_off_the_redacted_text():
         assert len(before) >= 15, before  # the scanner knows these shapes
         after = {line: flagged(r.redact_text(line)) for line in lines}
         assert {k: v for k, v in after.items() if v} == {}
+
+
+# -- secrets split across the streamed pieces of one message ------------------------------------
+
+def _event(etype: str, payload: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": "event",
+                       "params": {"type": etype, "payload": payload}},
+                      separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def test_a_secret_split_across_streamed_pieces_is_masked_in_every_piece(tmp_path):
+    """A key cut between a ToolCall's arguments and its ToolCallParts (and a password between
+    two ContentParts, and a key between ACP chunks): no piece keeps a byte of it, the pieces
+    join to what the rules make of the whole (the placeholder of the later complete frame), and
+    no piece that had text is left empty."""
+    from wire_recorder.recorder.loader import ingest_spool
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+    from wire_recorder.recorder.store import open_store
+
+    key = "sk-ant-api03-" + _mix("split", 60)
+    args = json.dumps({"command": f"true '{key}'; echo done"})
+    cuts = [10, 27, 40, 41, 55, 70]  # inside the key: several pieces hold only key bytes
+    parts = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)]
+    texts = ["Use PASSWORD=hunt", "er2hunter2", " now; the key ", key[:20], key[20:], "."]
+    db = str(tmp_path / "s.db")
+    w = SpoolWriter(f"{db}.t3.spool", {"session_id": "t3", "started_wall_ns": 1, "db": db,
+                                       "cwd": str(tmp_path), "protocol": "wire"})
+    w.put(C2A, frame({"user_input": "go"}) + b"\n")
+    for t in texts:
+        w.put(A2C, _event("ContentPart", {"type": "text", "text": t}))
+    w.put(A2C, _event("ToolCall", {"type": "function", "id": "c1",
+                                   "function": {"name": "Shell", "arguments": parts[0]}}))
+    for p in parts[1:]:
+        w.put(A2C, _event("ToolCallPart", {"arguments_part": p}))
+    w.put(A2C, _event("StatusUpdate", {"context_usage": 0.1}))
+    w.put(A2C, _event("ToolResult", {"tool_call_id": "c1", "return_value": {
+        "is_error": False, "output": f"ran true '{key}'", "message": "", "display": []}}))
+    w.close()
+    ingest_spool(f"{db}.t3.spool", follow=False)
+    with open_store(db, read_only=True) as store:
+        frames = [f for f in store.frames("t3") if f.direction == "a2c"]
+    msgs = [json.loads(f.raw) for f in frames]
+    got_texts = [m["params"]["payload"]["text"] for m in msgs[:len(texts)]]
+    got_parts = [msgs[len(texts)]["params"]["payload"]["function"]["arguments"]] + \
+        [m["params"]["payload"]["arguments_part"] for m in msgs[len(texts) + 1:len(texts) + len(parts)]]
+    stored = b"".join(f.raw for f in frames)
+    for s in (key, "hunter2"):
+        assert not [s[i:i + 6] for i in range(len(s) - 5) if s[i:i + 6].encode() in stored], s
+    assert all(got_texts) and all(got_parts), (got_texts, got_parts)
+    # the joined arguments hold the placeholder the complete command gets in the ToolResult
+    ph = PLACEHOLDER_RE.findall(frames[-1].raw)
+    assert len(ph) == 1 and json.loads("".join(got_parts))["command"] == \
+        f"true '{ph[0].decode()}'; echo done"
+    assert PLACEHOLDER_RE.search("".join(got_texts).encode())
+    assert "".join(got_texts).startswith("Use PASSWORD=REDACTED:")
+    # the frames keep their other bytes, and the rows say what the classifier says of them
+    assert all(f.method == "event" and f.kind == "notification" for f in frames)
+    assert all(json.loads(f.payload) == m["params"]["payload"] for f, m in zip(frames, msgs))
