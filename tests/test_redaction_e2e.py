@@ -215,11 +215,14 @@ def test_without_redaction_the_recording_and_every_export_would_hold_them(tmp_pa
     secrets, and some in each file, so an empty scan of a redacted recording means something."""
     rec = record_wire(tmp_path, kimi_exe, "--no-redact")
     hits = sx.scan(tmp_path)
-    whole = set(sx.WIRE) - set(sx.SPLIT_ONLY)  # those streamed in pieces: no frame holds them
-    assert {n for names in hits.values() for n in names} == whole, _where(hits)
+    # those streamed in pieces: no frame holds them whole (the HTML report joins them)
+    whole = set(sx.WIRE) - set(sx.SPLIT_ONLY)
+    assert {n for names in hits.values() for n in names} - set(sx.SPLIT_ONLY) == whole, \
+        _where(hits)
     assert set(sx.SPLIT_ONLY) <= fragments(tmp_path, sx.SPLIT_ONLY).get(f"{rec.db.name} (values)",
                                                                         set())
-    assert len({n for names in cache_hits(tmp_path, sx.WIRE).values() for n in names}) >= 20
+    # wire-ui keeps the prompts and texts as search text: its cache would hold those
+    assert len({n for names in cache_hits(tmp_path, sx.WIRE).values() for n in names}) >= 4
     files = {f.split(" ")[0].split("/")[0] for f in hits}
     assert {rec.db.name, rec.db.name + ".blobs", "export.transcript.jsonl", "export.frames.jsonl",
             "parquet", "report.html"} <= files, _where(hits)

@@ -295,9 +295,9 @@ WIRE_PROMPT_2 = _big_prompt()
 WIRE_AGENT_TEXT = f"Deployed; the session token is {S['jwt_agent_text']}"
 WIRE_SHELL_ARGS = json.dumps({"command": WIRE_SHELL})
 _AT = WIRE_SHELL_ARGS.index(S["anthropic_tool_args"])
-WIRE_SHELL_CUTS = [_AT + 15, _AT + 60]  # the key (108 characters) cut after 15 and 60
+WIRE_SHELL_CUTS = [_AT + 40, _AT + 80]  # the key (108 characters) cut after 40 and 80
 _MS = S["moonshot_split_text"]
-SPLIT_TEXT = [text("The model key was:"), text(_MS[:19]), text(_MS[19:] + " (rotated).")]
+SPLIT_TEXT = [text("The model key was:"), text(_MS[:30]), text(_MS[30:] + " (rotated).")]
 
 WIRE_SCENARIO = Scenario(
     name="secrets_wire",
@@ -316,7 +316,9 @@ WIRE_SCENARIO = Scenario(
         script(msg_id("msg-3"), usage(200, 4), text("Summary: a deploy, then a long log.")),
         script(msg_id("msg-4"), usage(200, 4), text("The log looks fine.")),
     ],
-    plan=ClientPlan(prompts=[Prompt(WIRE_PROMPT_1), Prompt(WIRE_PROMPT_2)], approvals=[Approval.approve()]),
+    plan=ClientPlan(prompts=[Prompt(WIRE_PROMPT_1), Prompt(WIRE_PROMPT_2)], approvals=[Approval.approve()],
+                    init_timeout=120.0),
+    timeout=240.0,  # a shared, loaded machine: kimi may take a minute to start
 )
 WIRE_STDERR_LINE = f"token {S['github_stderr']}"
 
