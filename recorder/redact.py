@@ -11,15 +11,19 @@ redacted again (redacting twice gives the same bytes).
 Rules (names as recorded in `sessions.redaction`):
 - token-shapes: OpenAI/Anthropic/Moonshot-style `sk-...`, AWS `AKIA...`/`ASIA...`, Google `AIza...`,
   GitHub `ghp_/gho_/ghu_/ghs_/ghr_/github_pat_`, GitLab `glpat-`, Slack `xox[bpoas]-`, JWTs,
-  PEM private key blocks;
+  PEM private key blocks, and the shapes of the major secret scanners (Stripe, npm, PyPI,
+  Docker, SendGrid, Hugging Face, Twilio, Azure AD, ...: `_TOKEN_SHAPES`);
 - bearer: the credential after `Bearer ` / `Basic `;
 - url-password: the password of `scheme://user:password@host`;
-- secret-assignments: `password=...`, `api_key: ...`, `token="..."` in text (values of 8+ chars);
+- secret-assignments: `password=...`, `api_key: ...`, `token="..."`, `AWS_SECRET_ACCESS_KEY=...`
+  in text (values of 8+ chars; a name that only ends in `key` needs a letter and a digit);
+- base64: a base64 run whose decoding is text holding a secret (`_base64`);
 - secret-keys: in a JSON payload, every value under a key such as `api_key`, `apiKey`, `token`,
   `access_token`, `secret`, `client_secret`, `password`, `passwd`, `authorization`, `cookie`,
   `set-cookie`, `x-api-key` (case, `-` and `_` ignored);
-- env-headers: every value of an `env` or `headers` map (ACP `session/new`/`session/load`
-  `mcpServers[].env` / `.headers`, which are lists of {name, value}; MCP configs' dicts);
+- env-headers: the values of an `env` or `headers` map (ACP `session/new`/`session/load`
+  `mcpServers[].env` / `.headers`, which are lists of {name, value}; MCP configs' dicts) whose
+  name says secret or whose value looks like a token;
 - env:NAME: the value of the environment variable NAME (names that look secret: `*_KEY`,
   `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*`; values of 8+ characters) wherever it appears;
 - config:patterns / config:json_paths / config:keys / config:env: the project's own rules
@@ -32,9 +36,10 @@ Rules (names as recorded in `sessions.redaction`):
 A frame that parses as JSON is redacted JSON-aware (strings inside; the frame's bytes stay
 byte-identical when nothing matched, and only the secrets' bytes change when something did). A
 frame that does not parse (invalid JSON or UTF-8, a stderr line) gets the byte rules: token
-shapes, bearer, url-password, secret-assignments, env values and config patterns. A frame over
-`HUGE_FRAME` bytes is never parsed and gets only the rules that scan fast (token shapes, env
-values, config patterns), to keep the loader's rate.
+shapes, bearer, url-password, secret-assignments, base64, env values and config patterns. A
+frame over `HUGE_FRAME` bytes is never parsed and gets the byte rules, each bounded: the ones
+without a literal to look for first run only in windows around their words (`_sub_near`).
+A secret streamed across several frames of one message is the loader's (recorder.redact_stream).
 """
 
 from __future__ import annotations
@@ -130,7 +135,7 @@ _PREFILTER = re.compile(
     rb"k(?:ey(?![a-z0-9_])|(?<=tok)en(?![a-z0-9_])|(?<=cook)ie|-(?:(?<=[^a-z0-9_-]sk-)|(?<=^sk-))|ia(?<=akia))"
     rb"|w(?<=passw)|z(?:(?<=authoriz)|(?<=aiz)a)|c(?<=sec)ret(?![a-z0-9])"
     rb"|b(?:earer|asic)[ \t]|v(?<=\"env)\"|h(?<=\")eaders\""
-    rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)"
+    rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)|d(?:(?<=key[_-]id)|(?<=keyid))"
 )
 
 # Where a token shape can start. Each search starts at one character that is rare in text and
@@ -200,7 +205,7 @@ def _shape_hits(raw: bytes) -> set[str | None]:
     """The shapes (`s<index>`, `p`) whose anchors in _SHAPE_ANCHORS are found in raw (a group
     `s1b` is another anchor of shape `s1`)."""
     return {_GROUP_SHAPE.get(g, g) for c, rx in _SHAPE_ANCHORS if c in raw
-            for g in (m.lastgroup for m in rx.finditer(raw))}
+            for g in (m.lastgroup or "" for m in rx.finditer(raw))}
 
 
 # What the context rules need in the lowered frame: every word of `_SECRET_WORDS` holds one of

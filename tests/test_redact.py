@@ -526,6 +526,8 @@ SCANNER_SHAPES = {  # name -> (text the secret travels in, the secret); built, n
     "moonshot": (f"MOONSHOT_API_KEY=sk-{_mix('ms', 48)}", f"sk-{_mix('ms', 48)}"),
     "slack_webhook": (f"https://hooks.slack.com/services/T{_mix('t', 8)}/B{_mix('b', 8)}/{_mix('w', 24)}",
                       _mix("w", 24)),
+    "gcp_key_id": (f'"private_key_id": "{_mix("gk", 40, "0123456789abcdef")}"',
+                   _mix("gk", 40, "0123456789abcdef")),
     "dotenv_token": (f"DEPLOY_TOKEN={_mix('dt', 30)}", _mix("dt", 30)),
     "dotenv_password": (f'DB_PASSWORD="{_mix("dp", 16)}"', _mix("dp", 16)),
     "generic_key": (f"SIGNING_KEY: {_mix('sk', 32)}", _mix("sk", 32)),
@@ -660,4 +662,4 @@ def test_a_secret_split_across_streamed_pieces_is_masked_in_every_piece(tmp_path
     assert "".join(got_texts).startswith("Use PASSWORD=REDACTED:")
     # the frames keep their other bytes, and the rows say what the classifier says of them
     assert all(f.method == "event" and f.kind == "notification" for f in frames)
-    assert all(json.loads(f.payload) == m["params"]["payload"] for f, m in zip(frames, msgs))
+    assert all(json.loads(f.payload) == m["params"]["payload"] for f, m in zip(frames, msgs, strict=True))
