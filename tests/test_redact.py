@@ -663,3 +663,31 @@ def test_a_secret_split_across_streamed_pieces_is_masked_in_every_piece(tmp_path
     # the frames keep their other bytes, and the rows say what the classifier says of them
     assert all(f.method == "event" and f.kind == "notification" for f in frames)
     assert all(json.loads(f.payload) == m["params"]["payload"] for f, m in zip(frames, msgs, strict=True))
+
+
+def test_a_secret_split_across_acp_message_chunks_is_masked_in_every_chunk(tmp_path):
+    from wire_recorder.recorder.loader import ingest_spool
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+    from wire_recorder.recorder.store import open_store
+
+    key = "ghp_" + _mix("acp-split", 36)
+    said = ["Your token: ", key[:22], key[22:], " (keep it safe)."]
+    db = str(tmp_path / "a.db")
+    w = SpoolWriter(f"{db}.t4.spool", {"session_id": "t4", "started_wall_ns": 1, "db": db,
+                                       "cwd": str(tmp_path), "protocol": "acp"})
+    w.put(C2A, b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1",'
+               b'"prompt":[{"type":"text","text":"hi"}]}}\n')
+    for t in said:
+        w.put(A2C, json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                          "content": {"type": "text", "text": t}}}}).encode() + b"\n")
+    w.put(A2C, b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n')
+    w.close()
+    ingest_spool(f"{db}.t4.spool", follow=False)
+    with open_store(db, read_only=True) as store:
+        frames = [f for f in store.frames("t4") if f.direction == "a2c"][:len(said)]
+    texts = [json.loads(f.raw)["params"]["update"]["content"]["text"] for f in frames]
+    stored = b"".join(f.raw for f in frames)
+    assert not [key[i:i + 6] for i in range(len(key) - 5) if key[i:i + 6].encode() in stored]
+    assert all(texts) and texts[0] == said[0] and texts[-1] == said[-1]
+    assert PLACEHOLDER_RE.fullmatch("".join(texts[1:3]).encode())
