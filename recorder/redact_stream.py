@@ -48,6 +48,7 @@ class Piece:
     row: int  # index in the loader's buffered rows
     path: tuple[str, ...]  # where the piece's text is in the message
     text: str  # as the agent sent it
+    redacted: bool  # the frame's own redaction changed its row
 
 
 def piece_of(obj: Any) -> tuple[str, tuple[str, ...], str] | None:
@@ -139,7 +140,7 @@ class StreamJoin:
             self.settle()
         assert row is not None
         self.group = group
-        self.pieces.append(Piece(row, path, text))
+        self.pieces.append(Piece(row, path, text, self._rows()[row][_RAW] is not original))
         self.size += len(text)
         if len(self.pieces) >= MAX_PIECES or self.size >= MAX_TEXT:
             self.settle()
@@ -157,6 +158,8 @@ class StreamJoin:
         rows = self._rows()
         protocol = self._protocol()
         for p, new in zip(pieces, cut, strict=True):
+            if new == p.text and not p.redacted:
+                continue  # the row holds the frame as it came, and that is the piece's cut
             old = rows[p.row]
             raw = _with_text(old[_RAW], p.path, new)
             if raw is None or raw == old[_RAW]:
