@@ -152,7 +152,15 @@ class StreamJoin:
         if len(pieces) < 2:
             return
         texts = [p.text for p in pieces]
-        cut = split_redacted(texts, self.redactor)
+        red = self.redactor.redact_text("".join(texts))
+        if red == "".join(texts):
+            return
+        # the common case: each secret lies within one piece, whose own redaction replaced it
+        # as the message's does
+        if "".join(self.redactor.redact_text(p.text) if p.redacted else p.text
+                   for p in pieces) == red:
+            return
+        cut = split_redacted(texts, self.redactor, red)
         if cut is None:
             return
         rows = self._rows()
@@ -172,11 +180,14 @@ class StreamJoin:
             rows[p.row] = tuple(row)
 
 
-def split_redacted(texts: list[str], redactor: Redactor) -> list[str] | None:
-    """The pieces cut again from the redacted joined text, or None when the rules leave the
-    joined text as it is. Joined, the result is `redactor.redact_text("".join(texts))`."""
+def split_redacted(texts: list[str], redactor: Redactor,
+                   red: str | None = None) -> list[str] | None:
+    """The pieces cut again from the redacted joined text (`red`, when the caller has it), or
+    None when the rules leave the joined text as it is. Joined, the result is
+    `redactor.redact_text("".join(texts))`."""
     joined = "".join(texts)
-    red = redactor.redact_text(joined)
+    if red is None:
+        red = redactor.redact_text(joined)
     if red == joined:
         return None
     spans = _replaced(joined, red, redactor)
