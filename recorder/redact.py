@@ -197,13 +197,25 @@ def _find_via(raw: bytes, first: bytes, needle: bytes, start: int) -> int:
     return raw.find(needle, start)
 
 
+# All anchors in one regex, for small frames: one call where seven memchr and a search for each
+# anchor found cost more in Python than a scan of a few KiB (a match consumes the anchor and
+# letters only, which no other anchor starts at, so finditer sees every anchor of raw).
+_ALL_ANCHORS = re.compile(b"|".join(rx.pattern for _, rx in _SHAPE_ANCHORS))
+_ONE_REGEX_MAX = 4096  # bytes
+
+
 def _may_hold_shape(raw: bytes) -> bool:
+    if len(raw) <= _ONE_REGEX_MAX:
+        return _ALL_ANCHORS.search(raw) is not None
     return any(c in raw and rx.search(raw) is not None for c, rx in _SHAPE_ANCHORS)
 
 
 def _shape_hits(raw: bytes) -> set[str | None]:
     """The shapes (`s<index>`, `p`) whose anchors in _SHAPE_ANCHORS are found in raw (a group
     `s1b` is another anchor of shape `s1`)."""
+    if len(raw) <= _ONE_REGEX_MAX:
+        return {_GROUP_SHAPE.get(g, g) for g in (m.lastgroup or "" for m in
+                                                  _ALL_ANCHORS.finditer(raw))}
     return {_GROUP_SHAPE.get(g, g) for c, rx in _SHAPE_ANCHORS if c in raw
             for g in (m.lastgroup or "" for m in rx.finditer(raw))}
 
