@@ -157,13 +157,13 @@ class StreamJoin:
             return
         # the common case: each secret lies within one piece, whose own redaction replaced it
         # as the message's does
-        if "".join(self.redactor.redact_text(p.text) if p.redacted else p.text
+        rows = self._rows()
+        if "".join((_text_at(rows[p.row][_RAW], p.path) or "\x00") if p.redacted else p.text
                    for p in pieces) == red:
             return
         cut = split_redacted(texts, self.redactor, red)
         if cut is None:
             return
-        rows = self._rows()
         protocol = self._protocol()
         for p, new in zip(pieces, cut, strict=True):
             if new == p.text and not p.redacted:
@@ -279,6 +279,17 @@ def _map(c: int, spans: list[tuple[int, int, int, int]]) -> int:
             return ra + max(1, min(rb - ra - 1, round((c - a) * (rb - ra) / (b - a))))
         shift = rb - b
     return c + shift
+
+
+def _text_at(raw: bytes, path: tuple[str, ...]) -> str | None:
+    """The string at path in raw (a JSON frame), or None."""
+    try:
+        node: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    for k in path:
+        node = node.get(k) if isinstance(node, dict) else None
+    return node if isinstance(node, str) else None
 
 
 def _with_text(raw: bytes, path: tuple[str, ...], text: str) -> bytes | None:
