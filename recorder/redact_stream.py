@@ -1,8 +1,7 @@
 """Secrets split across the streamed pieces of one message (docs/design.md, "Redaction").
 
-An agent streams a message in pieces, one frame each: Wire `ContentPart` texts (or thoughts), a
-`ToolCall` whose `function.arguments` go on in `ToolCallPart.arguments_part`s, ACP
-`agent_message_chunk`/`agent_thought_chunk` updates. A secret can be cut between two pieces, and
+An agent streams a message in pieces, one frame each (which frames are pieces is the protocols'
+own: recorder/protocols/*/streamed.py). A secret can be cut between two pieces, and
 each half alone is no secret to any rule. So the loader keeps the rows of the message that is
 streaming (it does not write them while the message is open; `open`), and when the message ends
 (any other frame from the agent, the end of the stream, or MAX_PIECES / MAX_TEXT) the rules run on
@@ -31,12 +30,13 @@ import orjson
 
 from .classify import Extracted, classify
 from .model import COLUMNS
+from .protocols.acp import streamed as acp_streamed
+from .protocols.wire import streamed as wire_streamed
 from .redact import PLACEHOLDER_TEXT_RE, Redactor
 
 MAX_PIECES = 4096  # pieces of one message held back at most (then it is cut there)
 MAX_TEXT = 1 << 20  # characters of one message held back at most
-_MARKERS = (b'"ContentPart"', b'"ToolCallPart"', b'"ToolCall"', b'"agent_message_chunk"',
-            b'"agent_thought_chunk"')
+_MARKERS = wire_streamed.MARKERS + acp_streamed.MARKERS
 _RAW = COLUMNS.index("raw")
 _BYTE_LEN = COLUMNS.index("byte_len")
 _FROM_EX = tuple((i, c) for i, c in enumerate(COLUMNS)
@@ -52,53 +52,12 @@ class Piece:
 
 
 def piece_of(obj: Any) -> tuple[str, tuple[str, ...], str] | None:
-    """(group, path, text) when obj is a streamed piece of a message: group "text", "think",
-    "tool" (a ToolCall starts one: "tool-start"), or ACP "acp-message"/"acp-thought" with the
-    session id; None otherwise."""
+    """(group, path, text) when obj is a streamed piece of a message (the protocols' own
+    `streamed.piece_of`): frames of one group are one message; a group ending in "-start"
+    (a tool call) begins a new one. None otherwise."""
     if not isinstance(obj, dict):
         return None
-    params = obj.get("params")
-    if not isinstance(params, dict):
-        return None
-    method = obj.get("method")
-    if method == "event":
-        return _wire_piece(params, ("params",), "")
-    if method == "session/update":
-        up = params.get("update")
-        if not isinstance(up, dict):
-            return None
-        kind = up.get("sessionUpdate")
-        content = up.get("content")
-        if kind in ("agent_message_chunk", "agent_thought_chunk") and isinstance(content, dict) \
-                and content.get("type") == "text" and isinstance(content.get("text"), str):
-            group = f"acp-{kind.split('_')[1]}:{params.get('sessionId')}"
-            return group, ("params", "update", "content", "text"), content["text"]
-    return None
-
-
-def _wire_piece(env: dict[str, Any], at: tuple[str, ...], scope: str
-                ) -> tuple[str, tuple[str, ...], str] | None:
-    etype, payload = env.get("type"), env.get("payload")
-    if not isinstance(payload, dict):
-        return None
-    at = at + ("payload",)
-    if etype == "ContentPart":
-        ptype = payload.get("type")
-        if ptype in ("text", "think") and isinstance(payload.get(ptype), str):
-            return f"{ptype}{scope}", at + (ptype,), payload[ptype]
-    elif etype == "ToolCall":
-        fn = payload.get("function")
-        if isinstance(fn, dict) and (fn.get("arguments") is None
-                                     or isinstance(fn.get("arguments"), str)):
-            return f"tool-start{scope}", at + ("function", "arguments"), fn.get("arguments") or ""
-    elif etype == "ToolCallPart":
-        part = payload.get("arguments_part")
-        if part is None or isinstance(part, str):
-            return f"tool{scope}", at + ("arguments_part",), part or ""
-    elif etype == "SubagentEvent" and isinstance(payload.get("event"), dict):
-        return _wire_piece(payload["event"], at + ("event",),
-                           f"/{payload.get('agent_id')}/{payload.get('parent_tool_call_id')}")
-    return None
+    return wire_streamed.piece_of(obj) or acp_streamed.piece_of(obj)
 
 
 class StreamJoin:
