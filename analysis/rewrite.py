@@ -376,11 +376,19 @@ def rewrite(path: str, redactor: RedactorLike, dry_run: bool = False,
     if not os.path.exists(path):
         raise NotARecording(f"{path}: no such file")
     if is_transcript_path(path):
-        return rewrite_transcript(path, redactor, dry_run, placeholder_re)
-    if os.path.getsize(path) and not is_duckdb_file(path):
-        raise NotARecording(f"{path} is neither a DuckDB file nor a .jsonl transcript",
-                            "give .db recordings or .jsonl transcripts")
-    return rewrite_db(path, redactor, dry_run, placeholder_re)
+        result = rewrite_transcript(path, redactor, dry_run, placeholder_re)
+    else:
+        if os.path.getsize(path) and not is_duckdb_file(path):
+            raise NotARecording(f"{path} is neither a DuckDB file nor a .jsonl transcript",
+                                "give .db recordings or .jsonl transcripts")
+        result = rewrite_db(path, redactor, dry_run, placeholder_re)
+    if result.written:
+        # derived copies follow the file: wire-ui's index cache held its search text (the
+        # summaries stored in a .db are not copied: readers compute them from the new file)
+        from .ui.coldindex import forget_files
+
+        forget_files([path])
+    return result
 
 
 def make_redactor(path: str, config_file: str | None = None) -> RedactorLike:

@@ -25,6 +25,7 @@ from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
 from .redact import Redactor
+from .redact_stream import StreamJoin
 from .spool import (
     A2C,
     C2A,
@@ -464,6 +465,9 @@ class Ingest:
         # sidecar and the session's own values all hold the same placeholders.
         self.redactor = Redactor.from_config(meta.get("cwd"), enabled=meta.get("redact", True))
         self.redact = self.redactor.redact_bytes if self.redactor.enabled else None
+        # a secret streamed across pieces of one message: the rows of the open message wait
+        self.joiner = StreamJoin(self.redactor, lambda: self.rows,
+                                 lambda: self.classifier.protocol) if self.redact else None
 
     # -- rows ---------------------------------------------------------------------------------
     def _row(self, mono: int, wall: int, direction: str, raw: bytes, newline: bool,
@@ -516,6 +520,7 @@ class Ingest:
     def _frame_unguarded(self, stream: int, raw: bytes, newline: bool, mono: int,
                          wall: int) -> None:
         direction = STREAM_NAMES[stream]
+        original, rows = raw, len(self.rows)
         if self.redact is not None:
             raw = self.redact(raw)
         if stream == STDERR:
@@ -542,6 +547,8 @@ class Ingest:
         if stream == C2A and self.late and not ex.anomaly:
             ex.anomaly = AFTER_EXIT
         self._row(mono, wall, direction, raw, newline, ex)
+        if self.joiner is not None and stream == A2C:
+            self.joiner.saw(original, rows if len(self.rows) > rows else None)
 
     def _flush_partial(self, stream: int, mono: int, wall: int) -> None:
         parts = self.partial[stream]
@@ -670,6 +677,10 @@ class Ingest:
         behind: more is waiting in the spool, so only a full batch is due (the staleness bound
         would cut a backlog into small batches, and small appends cost more per row)."""
         now = time.monotonic()
+        if self.joiner is not None and self.joiner.open:
+            if not force and not self.full:
+                return True  # a message is streaming: its rows wait for its end (bounded)
+            self.joiner.settle()
         if self.store is not None and self.store.busy and not force and not self.full:
             return True  # a checkpoint runs: classify on, up to the bound, meanwhile
         if self.rows and (force or len(self.rows) >= BATCH_ROWS or self.row_bytes >= BATCH_BYTES

@@ -11,15 +11,19 @@ redacted again (redacting twice gives the same bytes).
 Rules (names as recorded in `sessions.redaction`):
 - token-shapes: OpenAI/Anthropic/Moonshot-style `sk-...`, AWS `AKIA...`/`ASIA...`, Google `AIza...`,
   GitHub `ghp_/gho_/ghu_/ghs_/ghr_/github_pat_`, GitLab `glpat-`, Slack `xox[bpoas]-`, JWTs,
-  PEM private key blocks;
+  PEM private key blocks, and the shapes of the major secret scanners (Stripe, npm, PyPI,
+  Docker, SendGrid, Hugging Face, Twilio, Azure AD, ...: `_TOKEN_SHAPES`);
 - bearer: the credential after `Bearer ` / `Basic `;
 - url-password: the password of `scheme://user:password@host`;
-- secret-assignments: `password=...`, `api_key: ...`, `token="..."` in text (values of 8+ chars);
+- secret-assignments: `password=...`, `api_key: ...`, `token="..."`, `AWS_SECRET_ACCESS_KEY=...`
+  in text (values of 8+ chars; a name that only ends in `key` needs a letter and a digit);
+- base64: a base64 run whose decoding is text holding a secret (`_base64`);
 - secret-keys: in a JSON payload, every value under a key such as `api_key`, `apiKey`, `token`,
   `access_token`, `secret`, `client_secret`, `password`, `passwd`, `authorization`, `cookie`,
   `set-cookie`, `x-api-key` (case, `-` and `_` ignored);
-- env-headers: every value of an `env` or `headers` map (ACP `session/new`/`session/load`
-  `mcpServers[].env` / `.headers`, which are lists of {name, value}; MCP configs' dicts);
+- env-headers: the values of an `env` or `headers` map (ACP `session/new`/`session/load`
+  `mcpServers[].env` / `.headers`, which are lists of {name, value}; MCP configs' dicts) whose
+  name says secret or whose value looks like a token;
 - env:NAME: the value of the environment variable NAME (names that look secret: `*_KEY`,
   `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*`; values of 8+ characters) wherever it appears;
 - config:patterns / config:json_paths / config:keys / config:env: the project's own rules
@@ -32,13 +36,15 @@ Rules (names as recorded in `sessions.redaction`):
 A frame that parses as JSON is redacted JSON-aware (strings inside; the frame's bytes stay
 byte-identical when nothing matched, and only the secrets' bytes change when something did). A
 frame that does not parse (invalid JSON or UTF-8, a stderr line) gets the byte rules: token
-shapes, bearer, url-password, secret-assignments, env values and config patterns. A frame over
-`HUGE_FRAME` bytes is never parsed and gets only the rules that scan fast (token shapes, env
-values, config patterns), to keep the loader's rate.
+shapes, bearer, url-password, secret-assignments, base64, env values and config patterns. A
+frame over `HUGE_FRAME` bytes is never parsed and gets the byte rules, each bounded: the ones
+without a literal to look for first run only in windows around their words (`_sub_near`).
+A secret streamed across several frames of one message is the loader's (recorder.redact_stream).
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import hmac
 import json
@@ -58,27 +64,51 @@ HUGE_FRAME = 1 << 20  # bytes; larger frames are not parsed as JSON
 # (no token character before the match) is checked in the replacement instead.
 _TOKEN_SHAPES = [
     rb"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}",
-    rb"AKIA[0-9A-Z]{16}(?![0-9A-Z])",
+    rb"(?:AKIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}(?![0-9A-Z])",
     rb"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
     rb"AIza[0-9A-Za-z_-]{35}",
     rb"gh[pousr]_[A-Za-z0-9]{30,}",
     rb"github_pat_[A-Za-z0-9_]{22,}",
     rb"glpat-[A-Za-z0-9_-]{20,}",
-    rb"xox[bpoas]-[A-Za-z0-9-]{10,}",
+    rb"xox[bpoasre]-[A-Za-z0-9-]{10,}",
     # possessive: a run of these never ends in `.`, and giving bytes back walked each run of
     # base64 again from every `eyJ` in it
     rb"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}",
+    # the shapes of detect-secrets' and gitleaks' rules for these services (s9 ...)
+    rb"[sr]k_(?:live|test)_[0-9A-Za-z]{20,}",  # Stripe secret / restricted keys
+    rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # npm access token
+    rb"pypi-AgE[A-Za-z0-9_-]{50,}",  # PyPI / TestPyPI API token (a macaroon)
+    rb"dckr_pat_[A-Za-z0-9_-]{20,}",  # Docker Hub personal access token
+    rb"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",  # SendGrid API key
+    rb"hf_[A-Za-z0-9]{30,}",  # Hugging Face user access token
+    rb"AC[0-9a-f]{32}(?![0-9A-Za-z])",  # Twilio account SID
+    rb"SK[0-9a-f]{32}(?![0-9A-Za-z])",  # Twilio API key SID
+    rb"ya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access token
+    rb"xapp-[0-9]-[A-Za-z0-9-]{20,}",  # Slack app-level token
+    rb"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}",
+    rb"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    rb"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,43}",  # Square access token / OAuth secret
+    rb"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}",  # Shopify tokens
+    rb"do[por]_v1_[0-9a-f]{64}",  # DigitalOcean tokens
+    rb"AKCp[A-Za-z0-9]{69}",  # Artifactory API key
+    rb"gl(?:ptt|dt|rt|soat|ffct|imt|agent|cbt|oas)-[A-Za-z0-9_-]{20,}",  # more GitLab tokens
 ]
 _TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_PEM = rb"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.{0,65536}?-----END [A-Z ]{0,40}PRIVATE KEY-----"
+_PEM = (rb"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.{0,65536}?"
+        rb"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _BEARER = rb"(?i:\b(?:bearer|basic))[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 _URL_PASSWORD = (
     rb"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^/\s:@\"'<>\\]{1,256}:(?P<secret>[^/\s@\"'<>\\]{1,256})@"
 )
 _SECRET_WORDS = (
     rb"api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
-    rb"|secret[_-]?key|private[_-]?key|password|passwd|secret|token"
+    rb"|secret[_-]?key|private[_-]?key(?:[_-]?id)?|accountkey|sharedaccesskey|password|passwd|secret|token"
+    # any other `*_key` name (`AWS_SECRET_ACCESS_KEY`, `stripe-key`): its value must look random
+    # (`_key_value_ok`), so `sort_key=created_at` stays
+    rb"|key"
 )
+# A name that says secret by itself; other names ending in `key` need a random-looking value.
+_STRONG_NAME = re.compile(rb"api[_-]?key|secret|token|passw|private|access|account|auth")
 _ASSIGNMENT_TAIL = rb"\b[\"']?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
 _ASSIGNMENT_VALUE = rb"[^\s\"'\\,;&()\[\]{}<>]"
 _ASSIGNMENT = (
@@ -87,12 +117,13 @@ _ASSIGNMENT = (
     + rb"(?P<secret>" + _ASSIGNMENT_VALUE + rb"{8,}+)(?![(\[{<])"
 )
 # What every match of _ASSIGNMENT holds after its secret word (each ends in one of these).
-_ASSIGNMENT_ENDS = (b"key", b"token", b"secret", b"password", b"passwd")
+_ASSIGNMENT_ENDS = (b"key", b"token", b"secret", b"password", b"passwd", b"keyid", b"key_id",
+                    b"key-id")
 _ASSIGNMENT_AFTER = re.compile(
     _ASSIGNMENT_TAIL + _ASSIGNMENT_VALUE + rb"{8,}+(?![(\[{<])"
 )
 _SECRET_WORD_END = re.compile(rb"(?:" + _SECRET_WORDS + rb")\Z")  # on the lowered frame
-_SECRET_WORD_MAX = 16  # bytes; the longest secret word is 13
+_SECRET_WORD_MAX = 16  # bytes; the longest secret word is 15 (`sharedaccesskey`)
 _ALNUM_TABLE = bytes(1 if chr(c).isascii() and chr(c).isalnum() else 0 for c in range(256))
 _WORD_TABLE = bytes(1 if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0
                     for c in range(256))
@@ -104,7 +135,7 @@ _PREFILTER = re.compile(
     rb"k(?:ey(?![a-z0-9_])|(?<=tok)en(?![a-z0-9_])|(?<=cook)ie|-(?:(?<=[^a-z0-9_-]sk-)|(?<=^sk-))|ia(?<=akia))"
     rb"|w(?<=passw)|z(?:(?<=authoriz)|(?<=aiz)a)|c(?<=sec)ret(?![a-z0-9])"
     rb"|b(?:earer|asic)[ \t]|v(?<=\"env)\"|h(?<=\")eaders\""
-    rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)"
+    rb"|xox[bpoas]-|g(?:h[pousr]_|ithub_pat_|lpat-)|j(?<=eyj)|d(?:(?<=key[_-]id)|(?<=keyid))"
 )
 
 # Where a token shape can start. Each search starts at one character that is rare in text and
@@ -118,10 +149,19 @@ _SHAPE_ANCHORS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
     for c, p in (
         # the PEM branch first: `sk-----BEGIN ` is a PEM block and cannot be an `sk-` key
         (b"-", rb"-(?:(?=----BEGIN )(?P<p>)|(?<=sk-)(?P<s0>)|(?<=glpat-)(?P<s6>)"
-                 rb"|(?<=xox[bpoas]-)(?P<s7>))"),
-        (b"A", rb"A(?:KIA(?P<s1>)|SIA(?P<s2>)|Iza(?P<s3>))"),
-        (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>))"),
+                 rb"|(?<=xox[bpoasre]-)(?P<s7>)|(?<=pypi-)(?P<s11>)|(?<=xapp-)(?P<s18>)"
+                 rb"|(?<=sq0atp-)(?P<s21>)|(?<=sq0csp-)(?P<s21b>)|(?<=gl[a-z]{2}-)(?P<s25>)"
+                 rb"|(?<=gl[a-z]{3}-)(?P<s25b>)|(?<=gl[a-z]{4}-)(?P<s25c>)"
+                 rb"|(?<=gl[a-z]{5}-)(?P<s25d>))"),
+        (b"A", rb"A(?:KIA(?P<s1>)|BIA(?P<s1b>)|CCA(?P<s1c>)|3T(?P<s1d>)|SIA(?P<s2>)|Iza(?P<s3>)"
+                 rb"|C(?=[0-9a-f]{32})(?P<s15>)|KCp(?P<s24>))"),
+        (b"_", rb"_(?:(?<=gh[pousr]_)(?P<s4>)|(?<=github_)(?P<s5>)|(?<=[sr]k_)(?P<s9>)"
+                 rb"|(?<=npm_)(?P<s10>)|(?<=dckr_)(?P<s12>)|(?<=hf_)(?P<s14>)"
+                 rb"|(?<=shp[a-z]{2}_)(?P<s22>)|(?<=_v1_)(?P<s23>))"),
         (b"J", rb"J(?<=\.eyJ)(?P<s8>)"),  # a JWT's second part: `eyJ` alone is common in base64
+        (b".", rb"\.(?:(?<=SG\.)(?P<s13>)|(?<=ya29\.)(?P<s17>)|(?<=hooks\.slack\.)(?P<s19>))"),
+        (b"K", rb"K(?<=SK)(?=[0-9a-f]{32})(?P<s16>)"),
+        (b"~", rb"~(?<=[0-9]Q~)(?P<s20>)"),
     )
 )
 
@@ -139,6 +179,9 @@ _FRAGMENT_RUN = re.compile(rb"[!#-\[\]-~]{%d,}" % FRAGMENT_MIN)
 _ELLIPSES = ((b".", b"..."), (b"\xe2", "\u2026".encode()), (b"\\", b"\\u2026"))  # (a byte of it, it)
 
 
+_GROUP_SHAPE = {g: g.rstrip("bcd") for _, rx in _SHAPE_ANCHORS for g in rx.groupindex}
+
+
 def _find_via(raw: bytes, first: bytes, needle: bytes, start: int) -> int:
     """raw.find(needle, start), found from the byte `first` of it: a find of a few bytes runs at
     ~1.5 GB/s, one of a single byte (memchr) at tens, so where `first` is rare (`.` in a JSON
@@ -154,13 +197,27 @@ def _find_via(raw: bytes, first: bytes, needle: bytes, start: int) -> int:
     return raw.find(needle, start)
 
 
+# All anchors in one regex, for small frames: one call where seven memchr and a search for each
+# anchor found cost more in Python than a scan of a few KiB (a match consumes the anchor and
+# letters only, which no other anchor starts at, so finditer sees every anchor of raw).
+_ALL_ANCHORS = re.compile(b"|".join(rx.pattern for _, rx in _SHAPE_ANCHORS))
+_ONE_REGEX_MAX = 4096  # bytes
+
+
 def _may_hold_shape(raw: bytes) -> bool:
+    if len(raw) <= _ONE_REGEX_MAX:
+        return _ALL_ANCHORS.search(raw) is not None
     return any(c in raw and rx.search(raw) is not None for c, rx in _SHAPE_ANCHORS)
 
 
 def _shape_hits(raw: bytes) -> set[str | None]:
-    """The groups of _SHAPE_ANCHORS found in raw."""
-    return {m.lastgroup for c, rx in _SHAPE_ANCHORS if c in raw for m in rx.finditer(raw)}
+    """The shapes (`s<index>`, `p`) whose anchors in _SHAPE_ANCHORS are found in raw (a group
+    `s1b` is another anchor of shape `s1`)."""
+    if len(raw) <= _ONE_REGEX_MAX:
+        return {_GROUP_SHAPE.get(g, g) for g in (m.lastgroup or "" for m in
+                                                  _ALL_ANCHORS.finditer(raw))}
+    return {_GROUP_SHAPE.get(g, g) for c, rx in _SHAPE_ANCHORS if c in raw
+            for g in (m.lastgroup or "" for m in rx.finditer(raw))}
 
 
 # What the context rules need in the lowered frame: every word of `_SECRET_WORDS` holds one of
@@ -205,8 +262,21 @@ SECRET_KEYS = frozenset(
         "setcookie",
         "xapikey",
         "xauthtoken",
+        "secretaccesskey",
+        "awssecretaccesskey",
+        "privatekeyid",
+        "accountkey",
+        "apisecret",
+        "appsecret",
+        "clientkey",
+        "webhooksecret",
     }
 )
+# env/headers map entries whose name says secret (the others are masked when their value looks
+# like a token: `_random_value`)
+_SECRET_MAP_NAME = re.compile(
+    r"(?i)key|token|secret|passw|pass$|auth(?!or)|credential|cookie|session|signature|private"
+    r"|_pat$|^pat$")
 MAP_KEYS = frozenset({"env", "headers"})
 _SECRET_ENV_NAME = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET|PASSWORD|PASSWD|^TOKEN|^SECRET)")
 _SECRET_ENV_TAIL = re.compile(r"(?i)(?:_KEY|_TOKEN|_SECRET)$")
@@ -460,6 +530,7 @@ class Redactor:
 
     def _subber(self, found: list[bytes], bounded: bool = False) -> Callable[[re.Match[bytes]], bytes]:
         literals = self._literals
+        assignment = self._context[2]
 
         def sub(m: re.Match[bytes]) -> bytes:
             g = "secret" if "secret" in m.re.groupindex else 0
@@ -470,6 +541,8 @@ class Redactor:
             if bounded and start > 0 and s[start - 1] in _TOKEN_CHARS:
                 return m.group(0)
             value = s[start:end]
+            if m.re is assignment and not _key_value_ok(m, value):
+                return m.group(0)
             secret = literals.get(value, value) if literals else value
             if g and end - start >= MIN_ENV_VALUE:
                 found.append(value)
@@ -484,14 +557,19 @@ class Redactor:
     def _may_match(self, raw: bytes) -> bool:
         """False when no built-in rule, secret env value or config key can match raw."""
         if len(raw) > HUGE_FRAME:
-            # only the token shapes, env values and config patterns run on these
-            return _may_hold_shape(raw) or self._has_literal(raw)
+            if _may_hold_shape(raw) or self._has_literal(raw):
+                return True
+            low = raw.lower()
+            return any(w in low for w in (*_BEARER_WORDS, *_ASSIGNMENT_WORDS)) or \
+                (b"@" in raw and b"://" in raw) or \
+                (bool(self._extra) and any(k in low for k in self._extra))
         low = raw.lower()
         if len(raw) > _GATE_FIRST:
-            if (_may_hold_shape(raw) or any(w.search(low) is not None for w in _GATE_WORDS)) \
-                    and (len(raw) > _GATE_BY_WORDS or _PREFILTER.search(low) is not None):
+            if _may_hold_shape(raw) or (
+                    any(w.search(low) is not None for w in _GATE_WORDS)
+                    and (len(raw) > _GATE_BY_WORDS or _PREFILTER.search(low) is not None)):
                 return True
-        elif _PREFILTER.search(low) is not None:
+        elif _PREFILTER.search(low) is not None or _may_hold_shape(raw):
             return True
         if b"ASIA" in raw or (b"@" in raw and b"://" in raw):
             return True
@@ -499,7 +577,81 @@ class Redactor:
             return True
         return bool(self._literal_list) and self._has_literal(raw)
 
-    def _byte_rules(self, raw: bytes, may: bool | None = None) -> bytes:
+    def _base64(self, raw: bytes) -> bytes:
+        """raw with each base64 run (B64_MIN+ characters, standard or URL-safe alphabet) whose
+        decoding is text holding a secret replaced whole (rule `base64`): text in which a byte
+        rule finds something, a `user:password` pair, or one token-looking word (`_random_value`).
+        Runs that decode to binary (images, hashes, `encrypted` thoughts) or to plain text are
+        left.
+
+        Text is bytes 0x20-0x7e, so the first of each 4 characters that encode 3 of them is one
+        of `I-Za-f` (a "leader"). Candidates are found in C: in each of the 4 strided views of
+        raw, 6 leaders in a row (`find`); most words, hex and paths have none. Only runs holding
+        such a place are decoded."""
+        if len(raw) < B64_MIN:
+            return raw
+        t = raw.translate(_B64_TABLE)
+        if t.find(_B64_RUN) < 0:  # no run long enough: most frames
+            return raw
+        starts: set[int] = set()
+        for k in range(4):
+            v = raw[k::4].translate(_B64_LEAD_TABLE)
+            p = v.find(b"LLLLLL")
+            while p >= 0:
+                i = k + 4 * p
+                e = t.find(b" ", i)
+                if e < 0:
+                    e = len(t)
+                starts.add(t.rfind(b" ", 0, i) + 1)
+                # on from the end of this run (the next leaders may start another run)
+                p = v.find(b"LLLLLL", max(p + 1, (e - k + 3) // 4))
+        if not starts:
+            return raw
+        parts: list[bytes] = []
+        at = 0
+        for i in sorted(starts):
+            if i < at:
+                continue
+            j = t.find(b" ", i)
+            if j < 0:
+                j = len(t)
+            if j - i >= B64_MIN and self._b64_secret(raw[i:j]):
+                parts += [raw[at:i], self.placeholder(raw[i:j])]
+                at = j
+        if not parts:
+            return raw
+        parts.append(raw[at:])
+        return b"".join(parts)
+
+    def _b64_secret(self, run: bytes) -> bool:
+        # Text is bytes 0x20-0x7e: the first of each 4 characters that encode 3 of them is one
+        # of `I-Za-f`. This refuses most runs that are not base64 text (words, hex, paths).
+        if run[:96:4].translate(None, _B64_LEADERS):
+            return False
+        body = run.rstrip(b"=")
+        if len(body) % 4 == 1 or PLACEHOLDER_PREFIX in run:
+            return False
+        alt = b"-_" if (b"-" in body or b"_" in body) else None
+        if alt is not None and (b"+" in body or b"/" in body):
+            return False
+        try:
+            # the head first: most runs (binary data, hashes) are refused from 48 characters
+            head = binascii.a2b_base64(_b64_std(body[:48], alt) + b"==") if len(body) > 48 \
+                else b""
+            if head and _NOT_TEXT.search(head[:35]):
+                return False
+            text = binascii.a2b_base64(_b64_std(body, alt) + b"==")
+        except (binascii.Error, ValueError):
+            return False
+        if len(text) < 8 or _NOT_TEXT.search(text):
+            return False
+        if _CREDENTIAL_PAIR.fullmatch(text):
+            return True
+        if _random_value(text.decode("ascii", "replace")):
+            return True
+        return self._byte_rules(text, b64=False) != text
+
+    def _byte_rules(self, raw: bytes, may: bool | None = None, b64: bool = True) -> bytes:
         """raw with the byte rules applied; `may`: what `_may_match(raw)` said, when the caller
         asked it already.
 
@@ -518,15 +670,26 @@ class Redactor:
                     out = rx.sub(bounded if b else plain, out)
             if self._literal_rx is not None and self._has_literal(out):
                 out = self._literal_rx.sub(plain, out)
-            if len(raw) <= HUGE_FRAME:  # these scan slowly: not over megabytes
-                low = raw.lower()
-                bearer, url, assignment = self._context
+            low = raw.lower()
+            bearer, url, assignment = self._context
+            if len(raw) <= HUGE_FRAME:
                 if any(w in low for w in _BEARER_WORDS):
                     out = bearer.sub(plain, out)
                 if b"://" in raw and b"@" in raw:
                     out = url.sub(plain, out)
                 if any(w in low for w in _ASSIGNMENT_WORDS):
                     out = _sub_assignments(assignment, plain, out)
+            else:
+                # Over megabytes a regex without a literal to look for first scans too slowly:
+                # each runs only in a window around where its matches must be (the words
+                # `bearer`/`basic`, `://`), found by `find`; the assignments are found that way
+                # already (one pass per word, no whole-frame fallback).
+                if any(w in low for w in _BEARER_WORDS):
+                    out = _sub_near(bearer, plain, out, _BEARER_WORDS, 1, _NEAR_AHEAD)
+                if b"://" in out and b"@" in out:
+                    out = _sub_near(url, plain, out, (b"://",), 40, 520)
+                if any(w in low for w in _ASSIGNMENT_WORDS):
+                    out = _sub_assignments(assignment, plain, out, fallback=False)
         if self._user_rules:
             plain = self._subber(found)
             for rx in self._user_rules:
@@ -535,6 +698,8 @@ class Redactor:
         # the rest of the frame too.
         for secret in sorted(set(found), key=len, reverse=True):
             out = out.replace(secret, self.placeholder(secret))
+        if b64:
+            out = self._base64(out)
         return raw if out == raw else out
 
     def redact_bytes(self, raw: bytes) -> bytes:
@@ -550,7 +715,8 @@ class Redactor:
     def _rules(self, raw: bytes) -> bytes:
         may = self._may_match(raw)
         if self._fast and not may:
-            return raw  # the hot path: most frames hold nothing any rule looks for
+            # the hot path: most frames hold nothing any rule looks for (nor base64 text)
+            return self._base64(raw)
         out = self._byte_rules(raw, may)
         if len(raw) > HUGE_FRAME or not (may or self._paths):
             return out
@@ -614,25 +780,35 @@ class Redactor:
             return self._copy_list(v, lambda i, x: self._mask(x, pairs))
         return v
 
-    def _mask_map(self, v: Any, pairs: list[tuple[str, str]]) -> Any:
-        """An env/headers map: a dict's values, a list of {name, value}'s values, `N=V`'s V."""
+    def _mask_map(self, v: Any, pairs: list[tuple[str, str]], path: tuple[str, ...]) -> Any:
+        """An env/headers map: a dict's values, a list of {name, value}'s values, `N=V`'s V;
+        each masked when its name says secret or the value looks like a token, otherwise
+        redacted as any string is (so `SHELL=/bin/bash` keeps `/bin/bash`, and so does the rest
+        of the frame)."""
+
+        def entry(name: Any, x: Any) -> Any:
+            if isinstance(x, str) and (
+                    (isinstance(name, str) and _SECRET_MAP_NAME.search(name)) or _random_value(x)):
+                return self._mask(x, pairs)
+            return self._walk(x, path, pairs)
+
         if isinstance(v, dict):
-            return self._copy_dict(v, lambda k, x: self._mask(x, pairs))
+            return self._copy_dict(v, entry)
         if isinstance(v, list):
 
             def item(i: int, x: Any) -> Any:
                 if isinstance(x, dict) and "value" in x:
                     return self._copy_dict(
-                        x, lambda k, y: self._mask(y, pairs) if k == "value" else y
-                    )
+                        x, lambda k, y: entry(x.get("name"), y) if k == "value" else
+                        self._walk(y, path, pairs))
                 if isinstance(x, str) and "=" in x:
                     name, _, val = x.partition("=")
-                    m = self._mask(val, pairs)
+                    m = entry(name, val)
                     return x if m is val else f"{name}={m}"
-                return self._mask(x, pairs)
+                return self._walk(x, path, pairs)
 
             return self._copy_list(v, item)
-        return self._mask(v, pairs)
+        return self._walk(v, path, pairs)
 
     @staticmethod
     def _copy_dict(d: dict[str, Any], f: Callable[[str, Any], Any]) -> dict[str, Any]:
@@ -676,7 +852,7 @@ class Redactor:
                 if _norm_key(k) in self._keys:
                     return self._mask(v, pairs)
                 if k in MAP_KEYS:
-                    return self._mask_map(v, pairs)
+                    return self._mask_map(v, pairs, p)
                 return self._walk(v, p, pairs)
 
             return self._copy_dict(o, field)
@@ -708,6 +884,53 @@ class Redactor:
         return text if out is b else out.decode("utf-8", "surrogateescape")
 
 
+def _key_value_ok(m: re.Match[bytes], value: bytes) -> bool:
+    """A match of _ASSIGNMENT whose name says secret, or whose value looks random: a name that
+    only ends in `key` (`sort_key`, `cache-key`) holds a secret when its value has a letter and
+    a digit (`created_at_desc` is left)."""
+    if _STRONG_NAME.search(m.string[m.start():m.start("secret")].lower()):
+        return True
+    return _looks_random(value)
+
+
+_DIGIT = re.compile(rb"[0-9]")
+_LETTER = re.compile(rb"[A-Za-z]")
+
+
+def _looks_random(value: bytes) -> bool:
+    return _DIGIT.search(value) is not None and _LETTER.search(value) is not None
+
+
+_RANDOM_VALUE = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}")
+
+
+def _random_value(v: str) -> bool:
+    """A value that looks like a token: 16+ characters of a token's alphabet, not a path or a
+    dotted name, with a digit, a lower- and an upper-case letter (or 32+ hex digits)."""
+    if not _RANDOM_VALUE.fullmatch(v) or v[0] in "/." or v.count("/") > 2:
+        return False
+    if len(v) >= 32 and all(c in "0123456789abcdefABCDEF" for c in v):
+        return True
+    return (any(c.isdigit() for c in v) and any(c.islower() for c in v)
+            and any(c.isupper() for c in v))
+
+
+# The base64 rule: runs of B64_MIN+ characters of either alphabet (and `=`) are decoded.
+B64_MIN = 24
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
+_B64_TABLE = bytes(0x61 if c in _B64_ALPHABET else 0x20 for c in range(256))
+_B64_RUN = b"a" * B64_MIN
+_B64_LEADERS = b"IJKLMNOPQRSTUVWXYZabcdef"
+_B64_LEAD_TABLE = bytes(0x4C if c in _B64_LEADERS else 0x20 for c in range(256))
+_NOT_TEXT = re.compile(rb"[^\x20-\x7e\t\r\n]")
+_CREDENTIAL_PAIR = re.compile(rb"[^\s:]{1,64}:[^\s:]{6,}")  # `user:password` (Basic, docker auth)
+
+
+def _b64_std(body: bytes, alt: bytes | None) -> bytes:
+    body = body[: len(body) - len(body) % 4] if len(body) % 4 == 1 else body
+    return body.translate(bytes.maketrans(b"-_", b"+/")) if alt else body
+
+
 def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:
     """The last position s, floor <= s <= w, from which `\\b(?:[a-z0-9]+[_-])*` ends at w (w holds
     a letter), or -1. Walking back from w: a non-word byte (or `-`, or the start) before j puts a
@@ -726,8 +949,40 @@ def _chain_start(raw: bytes, alnum: bytes, w: int, floor: int) -> int:
     return -1
 
 
+_NEAR_AHEAD = 8192  # bytes after `bearer` in which its credential must end (frames > 1 MiB)
+
+
+def _sub_near(rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes,
+              needles: tuple[bytes, ...], back: int, ahead: int) -> bytes:
+    """rx.sub(repl, raw) for a match that holds one of needles (lower case) at most `back`
+    bytes after its start and ends within `ahead` bytes of it: rx searched only in those
+    windows, so a frame of megabytes costs a few `find`s."""
+    low = raw.lower()
+    hits: list[int] = []
+    for n in needles:
+        i = low.find(n)
+        while i >= 0:
+            hits.append(i)
+            i = low.find(n, i + 1)
+    parts: list[bytes] = []
+    at = 0
+    for i in sorted(hits):
+        if i < at:
+            continue
+        m = rx.search(raw, max(at, i - back), min(len(raw), i + ahead))
+        if m is None:
+            continue
+        parts += [raw[at:m.start()], repl(m)]
+        at = m.end()
+    if not parts:
+        return raw
+    parts.append(raw[at:])
+    return b"".join(parts)
+
+
 def _sub_assignments(
-    rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes
+    rx: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes], raw: bytes,
+    fallback: bool = True,
 ) -> bytes:
     """rx.sub(repl, raw) for rx = _ASSIGNMENT, found from where its matches must be.
 
@@ -766,6 +1021,8 @@ def _sub_assignments(
             continue
         m = rx.match(raw, start)
         if m is None or m.end() <= e:
+            if not fallback:
+                continue
             return rx.sub(repl, raw)
         parts.append(raw[at:start])
         parts.append(repl(m))

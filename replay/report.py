@@ -125,7 +125,7 @@ def render_text(r: ReplayResult, color: bool = False, width: int = 110,
     if not r.ok:
         for line in hints(r):
             con.print(Text(visible(f"hint: {line}"), style="yellow"))
-        tail = r.stderr_tail() if r.mode != "serve" else []
+        tail = _redacted(r.stderr_tail()) if r.mode != "serve" else []
         if tail:
             con.print(Text(f"the {_role(r)}'s stderr (last {len(tail)} lines):", style="bold"))
             for line in tail:
@@ -164,8 +164,8 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
         "recording": r.recording.path,
         "session_id": r.recording.session_id,
         "name": r.recording.name,
-        "argv": r.argv,
-        "command": r.command,
+        "argv": _redacted(r.argv),  # the live run's: a key on its command line stays out
+        "command": _redacted(r.command),
         "first_divergence": first.to_dict() if first else None,
         "divergences": [d.to_dict() for d in r.divergences],
         "unused_requests": [d.to_dict() for d in r.of_kind("unused_request")],
@@ -178,8 +178,18 @@ def to_dict(r: ReplayResult) -> dict[str, Any]:
         "notes": r.notes,
         "hints": hints(r) if not r.ok else [],
         "workdir_differences": r.workdir_differences,
-        "stderr_tail": r.stderr_tail() if r.mode != "serve" else [],
+        "stderr_tail": _redacted(r.stderr_tail()) if r.mode != "serve" else [],
     }
+
+
+def _redacted(lines: Any) -> Any:
+    """The live agent's argv or stderr lines through the recording rules, as its frames are
+    (a report is kept and shared like the recording)."""
+    from .normalize import _shared_redactor
+
+    if not isinstance(lines, list):
+        return lines
+    return [_shared_redactor().redact_text(x) if isinstance(x, str) else x for x in lines]
 
 
 def render_json(r: ReplayResult) -> bytes:

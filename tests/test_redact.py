@@ -76,11 +76,15 @@ def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
         "deep": [{"apiKey": "k1"}, {"X-Api-Key": "k2", "Client_Secret": "k3", "passwd": "k4",
                                     "set-cookie": "k5", "token": "k6", "tokens": 5}],
         "mcpServers": [
-            {"name": "s", "command": "/bin/s", "args": [], "env": [{"name": "DB", "value": "e1"}]},
+            {"name": "s", "command": "/bin/s", "args": [], "env": [
+                {"name": "DB_PASS", "value": "e1"}, {"name": "SHELL", "value": "/bin/bash"},
+                {"name": "ANY", "value": "Zq8xW2vB7nM4kL9pR3tY"}]},
             {"type": "http", "name": "h", "url": "http://h/",
-             "headers": [{"name": "X-Trace", "value": "h1"}]},
-            {"name": "m", "command": "x", "env": {"ANY": "e2"}},
-        ]}}
+             "headers": [{"name": "X-Auth-Token", "value": "h1"},
+                         {"name": "X-Trace", "value": "trace-0001"}]},
+            {"name": "m", "command": "x", "env": {"GH_PAT": "e2", "HOME": "/home/u",
+                                                  "LANG": "C.UTF-8"}},
+        ], "note": "runs /bin/bash as trace-0001 in C.UTF-8"}}
     raw = json.dumps(msg).encode()
     out = r.redact_bytes(raw)
     got = json.loads(out)
@@ -90,10 +94,17 @@ def test_values_under_secret_keys_anywhere_and_every_env_and_header_value():
         assert PLACEHOLDER_RE.fullmatch(v.encode()), v
     assert deep[1]["tokens"] == 5
     servers = got["params"]["mcpServers"]
-    assert servers[0]["env"][0]["name"] == "DB"  # names stay, values go
+    # names stay; a value goes when its name says secret or it looks like a token
+    assert [e["name"] for e in servers[0]["env"]] == ["DB_PASS", "SHELL", "ANY"]
     assert PLACEHOLDER_RE.fullmatch(servers[0]["env"][0]["value"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[0]["env"][2]["value"].encode())
     assert PLACEHOLDER_RE.fullmatch(servers[1]["headers"][0]["value"].encode())
-    assert PLACEHOLDER_RE.fullmatch(servers[2]["env"]["ANY"].encode())
+    assert PLACEHOLDER_RE.fullmatch(servers[2]["env"]["GH_PAT"].encode())
+    # the others stay, and so do their values elsewhere in the frame
+    assert servers[0]["env"][1]["value"] == "/bin/bash"
+    assert servers[1]["headers"][1]["value"] == "trace-0001"
+    assert servers[2]["env"]["HOME"] == "/home/u" and servers[2]["env"]["LANG"] == "C.UTF-8"
+    assert got["params"]["note"] == msg["params"]["note"]
     assert got["params"]["cwd"] == "/w" and got["id"] == 2
 
 
@@ -422,7 +433,7 @@ def _all_rules(r: Redactor, raw: bytes) -> bytes:
             out = rx.sub(plain, out)
     for secret in sorted(set(found), key=len, reverse=True):
         out = out.replace(secret, r.placeholder(secret))
-    return out
+    return r._base64(out)  # not anchored: the same in both
 
 
 PIECES = [*SECRETS.values(), "api_key", "API-KEY", "apikey", "token", "Token", "secret",
@@ -479,3 +490,204 @@ def test_secret_assignments_scan_long_runs_once():
         assert out.startswith(run) or out.startswith(b"password: REDACTED:")
         assert b"s3cr3t-value" not in out and b"hunter2hunter" not in out
         assert b"token=short" in out or b"key=xxxxxxxxxxxx" in out
+
+
+# -- the shapes of the major secret scanners, KEY=value lines, base64, frames over 1 MiB --------
+
+def _mix(seed: str, n: int, alphabet: str = "aB3cD4eF5gH6iJ7kL8mN9pQ0rS1tU2vW") -> str:
+    import hashlib
+    d = hashlib.sha256(seed.encode()).digest() * 4
+    return "".join(alphabet[b % len(alphabet)] for b in d[:n])
+
+
+def _b64(s: str) -> str:
+    import base64
+    return base64.b64encode(s.encode()).decode()
+
+
+AWS_SECRET = _mix("aws", 36) + "/K7+"  # 40 characters of base64
+SCANNER_SHAPES = {  # name -> (text the secret travels in, the secret); built, not literal
+    "aws_ini": (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    "aws_env": (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\nAWS_REGION=eu-west-1", AWS_SECRET),
+    "stripe_live": (f"STRIPE=sk_live_{_mix('st', 24)}", f"sk_live_{_mix('st', 24)}"),
+    "stripe_restricted": (f"use rk_live_{_mix('rk', 24)} here", f"rk_live_{_mix('rk', 24)}"),
+    "npm": (f"//registry.npmjs.org/:_authToken=npm_{_mix('npm', 36)}", f"npm_{_mix('npm', 36)}"),
+    "pypi": (f"password = pypi-AgEIcHlwaS5vcmc{_mix('pypi', 70)}",
+             f"pypi-AgEIcHlwaS5vcmc{_mix('pypi', 70)}"),
+    "docker": (f"docker login -p dckr_pat_{_mix('dk', 27)}", f"dckr_pat_{_mix('dk', 27)}"),
+    "sendgrid": (f"SG.{_mix('sg1', 22)}.{_mix('sg2', 43)}", f"SG.{_mix('sg1', 22)}.{_mix('sg2', 43)}"),
+    "huggingface": (f"token hf_{_mix('hf', 34)}", f"hf_{_mix('hf', 34)}"),
+    "twilio_sid": ("AC" + _mix("tw", 32, "0123456789abcdef"), "AC" + _mix("tw", 32, "0123456789abcdef")),
+    "twilio_key": ("SK" + _mix("tk", 32, "0123456789abcdef"), "SK" + _mix("tk", 32, "0123456789abcdef")),
+    "azure_storage": (f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={_mix('az', 86)}==;"
+                      "EndpointSuffix=core.windows.net", _mix("az", 86) + "=="),
+    "azure_ad": (f'"clientSecret": "abc8Q~{_mix("aad", 34)}"', f"abc8Q~{_mix('aad', 34)}"),
+    "gcp_oauth": (f"ya29.{_mix('ya', 60)}", f"ya29.{_mix('ya', 60)}"),
+    "moonshot": (f"MOONSHOT_API_KEY=sk-{_mix('ms', 48)}", f"sk-{_mix('ms', 48)}"),
+    "slack_webhook": (f"https://hooks.slack.com/services/T{_mix('t', 8)}/B{_mix('b', 8)}/{_mix('w', 24)}",
+                      _mix("w", 24)),
+    "gcp_key_id": (f'"private_key_id": "{_mix("gk", 40, "0123456789abcdef")}"',
+                   _mix("gk", 40, "0123456789abcdef")),
+    "dotenv_token": (f"DEPLOY_TOKEN={_mix('dt', 30)}", _mix("dt", 30)),
+    "dotenv_password": (f'DB_PASSWORD="{_mix("dp", 16)}"', _mix("dp", 16)),
+    "generic_key": (f"SIGNING_KEY: {_mix('sk', 32)}", _mix("sk", 32)),
+    "base64_secret": (f"echo {_b64('sk_live_' + _mix('b64', 24))} | base64 -d",
+                      _b64("sk_live_" + _mix("b64", 24))),
+    "base64_credentials": (f'{{"auths":{{"r.io":{{"x":"{_b64("deploy:" + _mix("dc", 20))}"}}}}}}',
+                           _b64("deploy:" + _mix("dc", 20))),
+    "base64_random": (f"data: {_b64(_mix('br', 32))}", _b64(_mix("br", 32))),
+}
+SCANNER_GCP = json.dumps({"type": "service_account", "project_id": "p", "private_key_id": _mix("pk", 40, "0123456789abcdef"),
+                          "private_key": "-----BEGIN PRIVATE KEY-----\n" + _mix("pem", 64) + "\n-----END PRIVATE KEY-----\n",
+                          "client_email": "x@p.iam.gserviceaccount.com"})
+NOT_SECRETS = ["SHELL=/bin/bash", "sort_key=created_at_desc", "PATH=/usr/local/bin:/usr/bin",
+               "token_count = 12345678", "primary_key: user_id", "The quick brown fox jumps over",
+               "sha256:" + "0123456789abcdef" * 4, "tool_call_id=call_0123456789abcdef",
+               "/home/user/project/src/module/file_name_longer.py", _b64("plain words in a sentence"),
+               "max_tokens=4096", "session/new", '"type":"ContentPart"']
+
+
+@pytest.mark.parametrize("name", list(SCANNER_SHAPES))
+def test_the_shapes_of_the_major_secret_scanners_are_replaced(name):
+    text, secret = SCANNER_SHAPES[name]
+    r = R()
+    for raw in (text.encode(), frame({"user_input": text}),
+                b"x" * (HUGE_FRAME + 1) + b" " + text.encode() + b" " + b"y" * 100):
+        out = r.redact_bytes(raw)
+        assert secret.encode() not in out, (name, out[-300:])
+        assert PLACEHOLDER_RE.search(out)
+        assert r.redact_bytes(out) == out
+
+
+def test_a_gcp_service_account_json_keeps_no_key():
+    r = R()
+    for raw in (SCANNER_GCP.encode(), frame({"output": SCANNER_GCP})):
+        out = r.redact_bytes(raw)
+        sa = json.loads(SCANNER_GCP)
+        assert sa["private_key_id"].encode() not in out and _mix("pem", 64).encode() not in out
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_what_is_not_a_secret_stays(text):
+    r = R()
+    for raw in (text.encode(), frame({"user_input": text})):
+        assert r.redact_bytes(raw) is raw, raw
+
+
+def test_frames_over_1_mib_get_the_context_rules():
+    r = R()
+    pad = b"lorem ipsum dolor sit amet " * 45000
+    for text, secret in ((b"Authorization: Bearer abcDEF123456ghiJKL", b"abcDEF123456ghiJKL"),
+                         (b"https://h/login?user=a&password=hunter2hunter2&x=1", b"hunter2hunter2"),
+                         (b"postgres://u:pw0rd1234@db/x", b"pw0rd1234"),
+                         (b'"api_key": "zzzyyyxxx12"', b"zzzyyyxxx12")):
+        for raw in (pad + text + pad, text + pad, pad + text):
+            assert len(raw) > HUGE_FRAME
+            out = r.redact_bytes(raw)
+            assert secret not in out and out.count(b"REDACTED:") == 1, text
+
+
+def test_a_secret_scanner_signs_off_the_redacted_text():
+    """detect-secrets 1.5.0 (its pattern plugins; the entropy and IP ones flag placeholders and
+    every hash alike) flags the shapes it knows in the clear text and nothing once redacted."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    skip = {"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"}
+    r = R()
+    lines = [t for t, _ in SCANNER_SHAPES.values()] + [f"{k} = {v}" for k, v in SECRETS.items()]
+    with default_settings():
+        def flagged(line: str) -> list[str]:
+            return [f"{s.type}: {s.secret_value}" for s in scan_line(line) if s.type not in skip
+                    and not PLACEHOLDER_RE.fullmatch((s.secret_value or "").strip("\"'").encode())]
+
+        before = [line for line in lines if flagged(line)]
+        assert len(before) >= 15, before  # the scanner knows these shapes
+        after = {line: flagged(r.redact_text(line)) for line in lines}
+        assert {k: v for k, v in after.items() if v} == {}
+
+
+# -- secrets split across the streamed pieces of one message ------------------------------------
+
+def _event(etype: str, payload: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": "event",
+                       "params": {"type": etype, "payload": payload}},
+                      separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def test_a_secret_split_across_streamed_pieces_is_masked_in_every_piece(tmp_path):
+    """A key cut between a ToolCall's arguments and its ToolCallParts (and a password between
+    two ContentParts, and a key between ACP chunks): no piece keeps a byte of it, the pieces
+    join to what the rules make of the whole (the placeholder of the later complete frame), and
+    no piece that had text is left empty."""
+    from wire_recorder.recorder.loader import ingest_spool
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+    from wire_recorder.recorder.store import open_store
+
+    key = "sk-ant-api03-" + _mix("split", 60)
+    args = json.dumps({"command": f"true '{key}'; echo done"})
+    cuts = [10, 27, 40, 41, 55, 70]  # inside the key: several pieces hold only key bytes
+    parts = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)]
+    texts = ["Use PASSWORD=hunt", "er2hunter2", " now; the key ", key[:20], key[20:], "."]
+    db = str(tmp_path / "s.db")
+    w = SpoolWriter(f"{db}.t3.spool", {"session_id": "t3", "started_wall_ns": 1, "db": db,
+                                       "cwd": str(tmp_path), "protocol": "wire"})
+    w.put(C2A, frame({"user_input": "go"}) + b"\n")
+    for t in texts:
+        w.put(A2C, _event("ContentPart", {"type": "text", "text": t}))
+    w.put(A2C, _event("ToolCall", {"type": "function", "id": "c1",
+                                   "function": {"name": "Shell", "arguments": parts[0]}}))
+    for p in parts[1:]:
+        w.put(A2C, _event("ToolCallPart", {"arguments_part": p}))
+    w.put(A2C, _event("StatusUpdate", {"context_usage": 0.1}))
+    w.put(A2C, _event("ToolResult", {"tool_call_id": "c1", "return_value": {
+        "is_error": False, "output": f"ran true '{key}'", "message": "", "display": []}}))
+    w.close()
+    ingest_spool(f"{db}.t3.spool", follow=False)
+    with open_store(db, read_only=True) as store:
+        frames = [f for f in store.frames("t3") if f.direction == "a2c"]
+    msgs = [json.loads(f.raw) for f in frames]
+    got_texts = [m["params"]["payload"]["text"] for m in msgs[:len(texts)]]
+    got_parts = [msgs[len(texts)]["params"]["payload"]["function"]["arguments"]] + \
+        [m["params"]["payload"]["arguments_part"] for m in msgs[len(texts) + 1:len(texts) + len(parts)]]
+    stored = b"".join(f.raw for f in frames)
+    for s in (key, "hunter2"):
+        assert not [s[i:i + 6] for i in range(len(s) - 5) if s[i:i + 6].encode() in stored], s
+    assert all(got_texts) and all(got_parts), (got_texts, got_parts)
+    # the joined arguments hold the placeholder the complete command gets in the ToolResult
+    ph = PLACEHOLDER_RE.findall(frames[-1].raw)
+    assert len(ph) == 1 and json.loads("".join(got_parts))["command"] == \
+        f"true '{ph[0].decode()}'; echo done"
+    assert PLACEHOLDER_RE.search("".join(got_texts).encode())
+    assert "".join(got_texts).startswith("Use PASSWORD=REDACTED:")
+    # the frames keep their other bytes, and the rows say what the classifier says of them
+    assert all(f.method == "event" and f.kind == "notification" for f in frames)
+    assert all(json.loads(f.payload) == m["params"]["payload"] for f, m in zip(frames, msgs, strict=True))
+
+
+def test_a_secret_split_across_acp_message_chunks_is_masked_in_every_chunk(tmp_path):
+    from wire_recorder.recorder.loader import ingest_spool
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+    from wire_recorder.recorder.store import open_store
+
+    key = "ghp_" + _mix("acp-split", 36)
+    said = ["Your token: ", key[:22], key[22:], " (keep it safe)."]
+    db = str(tmp_path / "a.db")
+    w = SpoolWriter(f"{db}.t4.spool", {"session_id": "t4", "started_wall_ns": 1, "db": db,
+                                       "cwd": str(tmp_path), "protocol": "acp"})
+    w.put(C2A, b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1",'
+               b'"prompt":[{"type":"text","text":"hi"}]}}\n')
+    for t in said:
+        w.put(A2C, json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                          "content": {"type": "text", "text": t}}}}).encode() + b"\n")
+    w.put(A2C, b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n')
+    w.close()
+    ingest_spool(f"{db}.t4.spool", follow=False)
+    with open_store(db, read_only=True) as store:
+        frames = [f for f in store.frames("t4") if f.direction == "a2c"][:len(said)]
+    texts = [json.loads(f.raw)["params"]["update"]["content"]["text"] for f in frames]
+    stored = b"".join(f.raw for f in frames)
+    assert not [key[i:i + 6] for i in range(len(key) - 5) if key[i:i + 6].encode() in stored]
+    assert all(texts) and texts[0] == said[0] and texts[-1] == said[-1]
+    assert PLACEHOLDER_RE.fullmatch("".join(texts[1:3]).encode())

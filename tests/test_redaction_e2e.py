@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +55,33 @@ def cli(*args: str | Path, timeout: float = 120, **kw: Any) -> subprocess.Comple
                           timeout=timeout, **kw)
 
 
+def ui_index(folder: Path) -> None:
+    """wire-ui's index of the folder, as its start builds it: the loader's entry log folded into
+    its cache (`folder/cache/wire-recorder/ui-index.json.z`, XDG_CACHE_HOME of the recording)."""
+    code = ("import sys; from wire_recorder.analysis.ui.data import Catalog; "
+            "Catalog([sys.argv[1]]).build()")
+    p = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, timeout=120,
+                       env={**os.environ, "XDG_CACHE_HOME": str(folder / "cache")})
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    assert (folder / "cache" / "wire-recorder" / "ui-index.json.z").exists()
+
+
+def cache_hits(folder: Path, names: Iterable[str]) -> dict[str, list[str]]:
+    """Secrets in wire-ui's cache and log, in any case (its search text is lower-cased)."""
+    hits: dict[str, list[str]] = {}
+    for p in sorted((folder / "cache").rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            data = (zlib.decompress(data) if p.suffix == ".z" else data).lower()
+            found = [n for n in names if any(x.lower() in data for x in sx.needles(sx.SECRETS[n]))]
+            if found:
+                hits[str(p.relative_to(folder))] = found
+    return hits
+
+
 def export_everything(folder: Path, db: Path) -> None:
-    """Every export beside the recording: transcript, JSONL, Parquet, the HTML report."""
+    """Every export beside the recording: transcript, JSONL, Parquet, the HTML report, and
+    wire-ui's index cache."""
     argvs: list[list[str | Path]] = [
         ["wire-export", db, "--format", "transcript", "-o", folder / "export.transcript.jsonl"],
         ["wire-export", db, "--format", "jsonl", "-o", folder / "export.frames.jsonl"],
@@ -65,6 +92,7 @@ def export_everything(folder: Path, db: Path) -> None:
         p = cli(*argv)
         assert p.returncode == 0, (argv, p.stderr.decode()[-2000:])
     assert list((folder / "parquet").rglob("*.parquet")), "no Parquet file written"
+    ui_index(folder)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +108,8 @@ def record_wire(folder: Path, kimi_exe: Path, *proxy_options: str) -> Recorded:
     prefix[1:1] = proxy_options
     # the proxy's own environment holds WR_DEPLOY_TOKEN; sh writes the stderr line, env puts
     # FAKE_API_KEY into the agent's argv, then kimi's argv follows
-    result = run_scenario(sc, [*prefix, *sx.wire_agent([])], kimi=kimi_exe, env=sx.WIRE_ENV)
+    result = run_scenario(sc, [*prefix, *sx.wire_agent([])], kimi=kimi_exe,
+                          env={**sx.WIRE_ENV, "XDG_CACHE_HOME": str(folder / "cache")})
     assert check_scenario(sc, result) == []
     export_everything(folder, db)
     return Recorded(folder, db, result)
@@ -96,8 +125,10 @@ def acp_rec(tmp_path_factory, kimi_exe, acp_python, mcp_peers, http_url) -> Reco
     folder = tmp_path_factory.mktemp("acp-rec")
     db = folder / "acp.db"
     sc = sx.acp_scenario(http_url)
-    result = run_acp_scenario(sc, [*proxy(db, sc.name), *sx.acp_agent([])], kimi=kimi_exe,
-                              acp_python=acp_python)
+    with pytest.MonkeyPatch.context() as mp:  # the proxy's loader logs wire-ui's entry there
+        mp.setenv("XDG_CACHE_HOME", str(folder / "cache"))
+        result = run_acp_scenario(sc, [*proxy(db, sc.name), *sx.acp_agent([])], kimi=kimi_exe,
+                                  acp_python=acp_python)
     assert check_acp_scenario(sc, result) == []
     export_everything(folder, db)
     return Recorded(folder, db, result)
@@ -108,7 +139,8 @@ def mcp_rec(tmp_path_factory, mcp_peers) -> Recorded:
     folder = tmp_path_factory.mktemp("mcp-rec")
     db = folder / "mcp.db"
     sc = sx.MCP_SCENARIO
-    result = run_mcp_scenario(sc, proxy(db, sc.name), env=sx.MCP_ENV)
+    result = run_mcp_scenario(sc, proxy(db, sc.name),
+                              env={**sx.MCP_ENV, "XDG_CACHE_HOME": str(folder / "cache")})
     assert check_mcp_scenario(sc, result) == [], result.stderr[-2000:]
     export_everything(folder, db)
     return Recorded(folder, db, result)
@@ -183,7 +215,14 @@ def test_without_redaction_the_recording_and_every_export_would_hold_them(tmp_pa
     secrets, and some in each file, so an empty scan of a redacted recording means something."""
     rec = record_wire(tmp_path, kimi_exe, "--no-redact")
     hits = sx.scan(tmp_path)
-    assert {n for names in hits.values() for n in names} == set(sx.WIRE), _where(hits)
+    # those streamed in pieces: no frame holds them whole (the HTML report joins them)
+    whole = set(sx.WIRE) - set(sx.SPLIT_ONLY)
+    assert {n for names in hits.values() for n in names} - set(sx.SPLIT_ONLY) == whole, \
+        _where(hits)
+    assert set(sx.SPLIT_ONLY) <= fragments(tmp_path, sx.SPLIT_ONLY).get(f"{rec.db.name} (values)",
+                                                                        set())
+    # wire-ui keeps the prompts and texts as search text: its cache would hold those
+    assert len({n for names in cache_hits(tmp_path, sx.WIRE).values() for n in names}) >= 4
     files = {f.split(" ")[0].split("/")[0] for f in hits}
     assert {rec.db.name, rec.db.name + ".blobs", "export.transcript.jsonl", "export.frames.jsonl",
             "parquet", "report.html"} <= files, _where(hits)
@@ -203,7 +242,17 @@ def test_wire_client_and_agent_got_the_secrets(wire_rec):
     # its environment's token and argv's key, and says its text: all verbatim to the client
     assert set(sx.found_in(received)) == {
         "openai_prompt", "db_url_password", "pem_private_key", "anthropic_big_frame",
-        "anthropic_tool_args", "aws_tool_output", "env_token", "openai_argv", "jwt_agent_text"}
+        "anthropic_tool_args", "aws_tool_output", "env_token", "openai_argv", "jwt_agent_text",
+        *sx.SCANNER_SHAPES}
+    # the Shell's arguments and one text came in pieces that cut a key
+    events = [json.loads(f.raw)["params"] for f in r.frames
+              if f.dir == "a2c" and b'"method":"event"' in f.raw]
+    parts = [e["payload"]["arguments_part"] for e in events if e["type"] == "ToolCallPart"]
+    assert len(parts) == 2 and sx.S["anthropic_tool_args"] not in "".join(parts)
+    said = "".join(e["payload"]["text"] for e in events if e["type"] == "ContentPart"
+                   and e["payload"].get("type") == "text")
+    assert sx.S["moonshot_split_text"] in said
+    assert not [e for e in events if sx.S["moonshot_split_text"] in json.dumps(e)]
     assert sx.found_in(r.stderr) == ["github_stderr"]
     big = [f for f in r.frames if f.dir == "c2a" and len(f.raw) > 256 * 1024]
     assert len(big) == 1 and sx.found_in(big[0].raw) == ["anthropic_big_frame"]
@@ -239,6 +288,8 @@ def test_no_secret_in_the_recording_its_blobs_or_any_export(recs):
     assert not [f for f in files if f.endswith(".spool")], files  # raw bytes only until stored
     hits = sx.scan(rec.folder)
     assert hits == {}, f"secrets stored: {_where(hits)}"
+    hits = cache_hits(rec.folder, SECRETS_OF[protocol])
+    assert hits == {}, f"secrets in wire-ui's cache: {_where(hits)}"
     # nor a piece of one that an agent's shortening for display left (kimi's tool titles)
     pieces = fragments(rec.folder, SECRETS_OF[protocol])
     assert pieces == {}, f"pieces of secrets stored: {pieces}"
@@ -261,13 +312,21 @@ def test_the_big_frame_went_to_the_sidecar_redacted(wire_rec):
 # the redacted recordings replay
 
 
-def test_wire_replays_against_the_unchanged_agent(wire_rec, kimi_exe):
+def test_wire_replays_against_the_unchanged_agent(wire_rec, kimi_exe, tmp_path):
+    """With the pinned model: it re-serves the streamed pieces as recorded (the key cut across
+    the Shell's ToolCallParts, the one cut across two ContentParts), kimi joins them to the
+    placeholder its approval and result got, and nothing diverges; the report holds no secret."""
     sc = sx.WIRE_SCENARIO
+    report = tmp_path / "replay.json"
     with KimiRun.create(sc.scripts, session_id=sc.session_id, kimi=kimi_exe) as run:
-        p = cli("wire-replay", wire_rec.db, "--cwd", run.workdir, "--", *sx.wire_agent(run.argv()),
-                env={**run.env(), **sx.WIRE_ENV}, timeout=180)
+        p = cli("wire-replay", wire_rec.db, "--cwd", run.workdir, "--report", report, "--",
+                *sx.wire_agent(run.argv()), env={**run.env(), **sx.WIRE_ENV}, timeout=180)
     out = p.stdout.decode() + p.stderr.decode()
     assert p.returncode == 0, out[-4000:]
+    assert json.loads(report.read_bytes())["ok"]
+    # (its stderr passes the live agent's own stderr through, as a terminal would show it)
+    for where, data in (("report", report.read_bytes()), ("stdout", p.stdout)):
+        assert sx.found_in(data, sx.WIRE) == [], where
 
 
 @pytest.mark.parametrize("source", ["db", "transcript"])

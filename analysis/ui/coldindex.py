@@ -20,6 +20,7 @@ file is attached read-only.
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
@@ -473,3 +474,25 @@ def _serve() -> None:
 
 if __name__ == "__main__":
     _serve()
+
+
+def forget_files(paths: list[str], cache_path: str | None = None) -> int:
+    """Drop these recordings' entries (rows and search text) from wire-ui's index cache and
+    from the log of entries the loaders wrote beside it (folded into the cache first, as
+    wire-ui's start does): `wire-redact` calls it on each file it rewrote, so no cache keeps
+    what the file no longer holds. Returns the entries dropped; a cache that cannot be read or
+    written only costs a later start its speed."""
+    from .data import index_cache_path, load_index_cache, save_index_cache
+    from .recindex import log_path, take_log
+
+    cache = cache_path or index_cache_path()
+    gone = {os.path.abspath(p) for p in paths} | {os.path.realpath(p) for p in paths}
+    logged = take_log(log_path(cache)) if os.path.exists(log_path(cache)) else {}
+    if not logged and not os.path.exists(cache):
+        return 0
+    files = load_index_cache(cache) | logged
+    dropped = [k for k in files if k in gone]
+    if not dropped and not logged:
+        return 0
+    save_index_cache(cache, {k: v for k, v in files.items() if k not in gone})
+    return len(dropped)

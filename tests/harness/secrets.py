@@ -24,6 +24,7 @@ Where each one travels (`PLACES`):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import html
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness.acp import AcpScenario
-from tests.harness.kimi_peer import msg_id, script, shell, text, usage
+from tests.harness.kimi_peer import msg_id, script, shell, text, tool_call, tool_call_part, usage
 from tests.harness.mcp import DEMO_SERVER, HANDSHAKE, INPUT_METHODS, Call, McpScenario, demo_server
 from tests.harness.peers import peer_python
 from tests.harness.scripted_client import Approval, ClientPlan, Prompt
@@ -104,6 +105,22 @@ SECRETS: dict[str, str] = {
     "client_authorization": _body("client_authorization", 44, B64),  # `Basic <this>`
     "env_secret": _body("env_secret", 36),  # WR_SIGNING_SECRET of the proxy's env
     "aws_stderr": "AKIA" + _body("aws_stderr", 16, UPPER),
+    # Wire, the shapes of the major secret scanners in a `.env` and credentials a tool prints
+    # (from variables whose names say nothing), and secrets streamed across pieces
+    "aws_secret_env": _body("aws_secret_env", 40, B64),  # AWS_SECRET_ACCESS_KEY=...
+    "aws_secret_ini": _body("aws_secret_ini", 40, B64),  # aws_secret_access_key = ...
+    "stripe_live": "sk_live_" + _body("stripe_live", 24),
+    "stripe_restricted": "rk_live_" + _body("stripe_restricted", 24),
+    "npm_token": "npm_" + _body("npm_token", 36),
+    "pypi_token": "pypi-AgEIcHlwaS5vcmc" + _body("pypi_token", 70, URLSAFE),
+    "docker_pat": "dckr_pat_" + _body("docker_pat", 27, URLSAFE),
+    "sendgrid_key": "SG." + _body("sendgrid1", 22, URLSAFE) + "." + _body("sendgrid2", 43, URLSAFE),
+    "hf_token": "hf_" + _body("hf_token", 34, string.ascii_letters),
+    "twilio_key": "SK" + _body("twilio_key", 32, "0123456789abcdef"),
+    "azure_storage_key": _body("azure_storage_key", 86, B64) + "==",  # AccountKey=...
+    "gcp_private_key_id": _body("gcp_private_key_id", 40, "0123456789abcdef"),
+    "base64_secret": base64.b64encode(_body("base64_secret", 32).encode()).decode(),
+    "moonshot_split_text": "sk-" + _body("moonshot_split_text", 48),  # across ContentParts
 }
 
 PLACES: dict[str, str] = {
@@ -130,11 +147,31 @@ PLACES: dict[str, str] = {
     "client_authorization": "mcp initialize clientInfo.authorization (Basic)",
     "env_secret": "mcp proxy env WR_SIGNING_SECRET, in tool arguments, elicitation and result",
     "aws_stderr": "mcp server stderr",
+    "aws_secret_env": "wire Shell output: AWS_SECRET_ACCESS_KEY= in a .env",
+    "aws_secret_ini": "wire Shell output: aws_secret_access_key = in a credentials file",
+    "stripe_live": "wire Shell output: Stripe live secret key",
+    "stripe_restricted": "wire Shell output: Stripe live restricted key",
+    "npm_token": "wire Shell output: .npmrc _authToken",
+    "pypi_token": "wire Shell output: PyPI API token",
+    "docker_pat": "wire Shell output: Docker Hub personal access token",
+    "sendgrid_key": "wire Shell output: SendGrid API key",
+    "hf_token": "wire Shell output: Hugging Face token",
+    "twilio_key": "wire Shell output: Twilio API key SID",
+    "azure_storage_key": "wire Shell output: Azure storage connection string AccountKey",
+    "gcp_private_key_id": "wire Shell output: GCP service-account JSON private_key_id",
+    "base64_secret": "wire Shell output: a base64-encoded token",
+    "moonshot_split_text": "wire agent text, streamed across two ContentParts",
 }
 assert PLACES.keys() == SECRETS.keys()
 
+SCANNER_SHAPES = ("aws_secret_env", "aws_secret_ini", "stripe_live", "stripe_restricted", "npm_token",
+                  "pypi_token", "docker_pat", "sendgrid_key", "hf_token", "twilio_key",
+                  "azure_storage_key", "gcp_private_key_id", "base64_secret")
+# only ever in pieces on the wire (no frame holds the whole value): found by their pieces
+SPLIT_ONLY = ("moonshot_split_text",)
 WIRE = ("openai_prompt", "openai_argv", "anthropic_tool_args", "anthropic_big_frame", "aws_tool_output",
-        "github_stderr", "env_token", "db_url_password", "pem_private_key", "jwt_agent_text")
+        "github_stderr", "env_token", "db_url_password", "pem_private_key", "jwt_agent_text",
+        *SCANNER_SHAPES, *SPLIT_ONLY)
 ACP = ("gitlab_prompt", "slack_shell", "bearer_header", "header_api_key", "mcp_env_password",
        "mcp_env_github", "anthropic_acp_argv")
 MCP = ("jwt_sampling", "client_api_key", "client_password", "client_authorization", "env_secret",
@@ -223,11 +260,26 @@ def scan(folder: Path, names: Iterable[str] = SECRETS) -> dict[str, list[str]]:
 # ---------------------------------------------------------------------------------------------
 # Wire: `kimi --wire` behind `sh -c 'echo ... >&2; exec env FAKE_API_KEY=... kimi ...'`
 
-WIRE_ENV = {"WR_DEPLOY_TOKEN": S["env_token"]}
+# the scanner shapes reach the Shell in variables whose names say nothing (so no env rule masks
+# them: their shapes must), and it prints them as a .env, a credentials file, ... would be
+FIXTURE_VARS = {f"WR_FIXTURE_{i}": S[n] for i, n in enumerate(SCANNER_SHAPES)}
+WIRE_ENV = {"WR_DEPLOY_TOKEN": S["env_token"], **FIXTURE_VARS}
+_PRINTED = (
+    "AWS_SECRET_ACCESS_KEY={aws_secret_env}\nAWS_REGION=eu-west-1\nSHELL=/bin/bash\n"
+    "[default]\naws_secret_access_key = {aws_secret_ini}\n"
+    "stripe {stripe_live} {stripe_restricted}\n//registry.npmjs.org/:_authToken={npm_token}\n"
+    "pypi {pypi_token}\ndocker {docker_pat}\nsendgrid {sendgrid_key}\nhf {hf_token}\n"
+    "twilio {twilio_key}\nDefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+    "{azure_storage_key};EndpointSuffix=core.windows.net\n"
+    '{{"type": "service_account", "private_key_id": "{gcp_private_key_id}"}}\n'
+    "backup blob {base64_secret}\n")
+PRINT_FIXTURES = ("printf '" + _PRINTED.format(**{n: "%s" for n in SCANNER_SHAPES}) + "' "
+                  + " ".join(f'"${v}"' for v in FIXTURE_VARS))
 DB_URL = f"postgres://deploy:{S['db_url_password']}@db.example.invalid:5432/app"
 AWS_HALF = len(S["aws_tool_output"]) // 2
 WIRE_SHELL = (f"true '{S['anthropic_tool_args']}'; echo \"deploy=$WR_DEPLOY_TOKEN key=$FAKE_API_KEY\"; "
-              f"printf '%s%s\\n' {S['aws_tool_output'][:AWS_HALF]} {S['aws_tool_output'][AWS_HALF:]}")
+              f"printf '%s%s\\n' {S['aws_tool_output'][:AWS_HALF]} {S['aws_tool_output'][AWS_HALF:]}; "
+              + PRINT_FIXTURES)
 WIRE_PROMPT_1 = (f"Deploy with OPENAI_API_KEY={S['openai_prompt']} to {DB_URL}\n"
                  f"and sign with this key:\n{S['pem_private_key']}\n")
 BIG_PROMPT_BYTES = 300 * 1024
@@ -241,6 +293,11 @@ def _big_prompt() -> str:
 
 WIRE_PROMPT_2 = _big_prompt()
 WIRE_AGENT_TEXT = f"Deployed; the session token is {S['jwt_agent_text']}"
+WIRE_SHELL_ARGS = json.dumps({"command": WIRE_SHELL})
+_AT = WIRE_SHELL_ARGS.index(S["anthropic_tool_args"])
+WIRE_SHELL_CUTS = [_AT + 40, _AT + 80]  # the key (108 characters) cut after 40 and 80
+_MS = S["moonshot_split_text"]
+SPLIT_TEXT = [text("The model key was:"), text(_MS[:30]), text(_MS[30:] + " (rotated).")]
 
 WIRE_SCENARIO = Scenario(
     name="secrets_wire",
@@ -248,13 +305,20 @@ WIRE_SCENARIO = Scenario(
                 "agent's text, env, argv and stderr.",
     session_id="wr-secrets-wire",
     scripts=[
-        script(msg_id("msg-1"), usage(120, 15), text("Deploying."), shell("call-1", WIRE_SHELL)),
-        script(msg_id("msg-2"), usage(160, 9), text(WIRE_AGENT_TEXT)),
+        # the Shell's arguments are streamed: a ToolCall and ToolCallParts that cut the
+        # Anthropic key in three; the text cuts a Moonshot key in two
+        script(msg_id("msg-1"), usage(120, 15), text("Deploying."),
+               tool_call("call-1", "Shell", WIRE_SHELL_ARGS[:WIRE_SHELL_CUTS[0]]),
+               *(tool_call_part(WIRE_SHELL_ARGS[a:b]) for a, b in
+                 zip(WIRE_SHELL_CUTS, [*WIRE_SHELL_CUTS[1:], len(WIRE_SHELL_ARGS)], strict=True))),
+        script(msg_id("msg-2"), usage(160, 9), text(WIRE_AGENT_TEXT), *SPLIT_TEXT),
         # the ~300 KiB prompt makes kimi compact its context first: one LLM call for the summary
         script(msg_id("msg-3"), usage(200, 4), text("Summary: a deploy, then a long log.")),
         script(msg_id("msg-4"), usage(200, 4), text("The log looks fine.")),
     ],
-    plan=ClientPlan(prompts=[Prompt(WIRE_PROMPT_1), Prompt(WIRE_PROMPT_2)], approvals=[Approval.approve()]),
+    plan=ClientPlan(prompts=[Prompt(WIRE_PROMPT_1), Prompt(WIRE_PROMPT_2)], approvals=[Approval.approve()],
+                    init_timeout=120.0),
+    timeout=240.0,  # a shared, loaded machine: kimi may take a minute to start
 )
 WIRE_STDERR_LINE = f"token {S['github_stderr']}"
 
