@@ -5,7 +5,6 @@ big recording that show the first frames and say what they left out.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import subprocess
@@ -15,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.harness.ui_server import running_ui
 
 BIN = Path(sys.executable).parent
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
@@ -61,29 +62,8 @@ def test_an_endless_recursive_query_is_stopped_by_the_time_limit(db):
 
 @pytest.fixture(scope="module")
 def ui(db, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    proc = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "XDG_CACHE_HOME": str(cache)})
-    try:
-        assert proc.stdout
-        url = urllib.parse.urlsplit(proc.stdout.readline().strip())
-        token = urllib.parse.parse_qs(url.query)["token"][0]
-
-        def get(path: str) -> tuple[int, bytes]:
-            c = http.client.HTTPConnection("127.0.0.1", url.port, timeout=300)
-            c.request("GET", f"{path}{'&' if '?' in path else '?'}token={token}")
-            r = c.getresponse()
-            out = r.status, r.read()
-            c.close()
-            return out
-
-        while not json.loads(get("/api/index")[1]).get("ready"):
-            pass  # the index is built in the background; each answer says whether it is done
-        yield {"get": get, "proc": proc, "port": url.port}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    with running_ui(db, cache=tmp_path_factory.mktemp("cache")) as (get, port, proc):
+        yield {"get": get, "proc": proc, "port": port}
 
 
 def test_wire_ui_answers_400_to_bad_numbers(ui):
@@ -166,27 +146,13 @@ def test_wire_ui_pages_a_big_session(big, tmp_path):
     from wire_recorder.analysis.ui.data import READ_MAX
 
     assert BIG > READ_MAX
-    proc = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(big)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
-    try:
-        assert proc.stdout
-        url = urllib.parse.urlsplit(proc.stdout.readline().strip())
-        token = urllib.parse.parse_qs(url.query)["token"][0]
+    def get(path: str) -> dict:
+        status, body = get_raw(path)
+        assert status == 200, (path, status)
+        return json.loads(body)
 
-        def get(path: str) -> dict:
-            c = http.client.HTTPConnection("127.0.0.1", url.port, timeout=600)
-            c.request("GET", f"{path}{'&' if '?' in path else '?'}token={token}")
-            r = c.getresponse()
-            assert r.status == 200, (path, r.status)
-            out = json.loads(r.read())
-            c.close()
-            return out
-
-        index = get("/api/index")
-        while not index.get("ready"):
-            index = get("/api/index")
-        key = urllib.parse.quote(index["rows"][0]["key"])
+    with running_ui(big, cache=tmp_path, timeout=600) as (get_raw, _, _):
+        key = urllib.parse.quote(get("/api/index")["rows"][0]["key"])
         assert get(f"/api/session?k={key}")["counts"]["frames"] == BIG + 22
         first = get(f"/api/items?k={key}&from=0&n=2000")
         # one request read a bounded share of the session: there is more, and it is answered
@@ -195,6 +161,3 @@ def test_wire_ui_pages_a_big_session(big, tmp_path):
         assert nxt["items_total"] >= first["items_total"]
         frames = get(f"/api/frames?k={key}&seq={BIG}&n=10")["frames"]
         assert [f["seq"] for f in frames][:1] == [BIG]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)

@@ -9,7 +9,6 @@ any of their outputs (line breaks apart).
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.ui_server import running_ui
 from wire_recorder.recorder.visible import UNSAFE, json_visible, visible
 
 BIN = Path(sys.executable).parent
@@ -157,25 +157,11 @@ def test_replay(wire_replay):
 
 
 def test_no_raw_control_character_in_wire_ui_answers(evil, tmp_path):
-    ui = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(evil["db"])],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
-    try:
-        assert ui.stdout
-        url = urllib.parse.urlsplit(ui.stdout.readline().strip())
-        token = urllib.parse.parse_qs(url.query)["token"][0]
-
+    with running_ui(evil["db"], cache=tmp_path / "cache", timeout=120) as (get_raw, _, _):
         def get(path: str) -> bytes:
-            c = http.client.HTTPConnection("127.0.0.1", url.port, timeout=120)
-            c.request("GET", f"{path}{'&' if '?' in path else '?'}token={token}")
-            body = c.getresponse().read()
-            c.close()
-            return body
+            return get_raw(path)[1]
 
-        index = json.loads(get("/api/index"))
-        while not index.get("ready"):  # the index is built in the background
-            index = json.loads(get("/api/index"))
-        key = index["rows"][0]["key"]
+        key = json.loads(get("/api/index"))["rows"][0]["key"]
         bodies = [get("/api/index"), get(f"/api/session?k={urllib.parse.quote(key)}"),
                   get(f"/api/items?k={urllib.parse.quote(key)}"),
                   get(f"/api/frames?k={urllib.parse.quote(key)}&seq=1&n=100")]
@@ -183,6 +169,3 @@ def test_no_raw_control_character_in_wire_ui_answers(evil, tmp_path):
             assert not _raw(body.decode()), _raw(body.decode())
         assert "exe.txt" in bodies[1].decode() + bodies[2].decode()
         assert b"const vis" in get("/assets/app.js")  # the page shows them visibly too
-    finally:
-        ui.terminate()
-        ui.wait(timeout=30)
