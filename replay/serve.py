@@ -85,6 +85,8 @@ class _Serve:
         self.stats: dict[str, int] = {"received": 0, "emitted": 0, "answers_checked": 0}
         self.stopped: str | None = None
         self.agent_ids = {r.id_key for r in rec.requests()}  # ids a stray client answer lacks
+        self.at = 0  # the index of the recorded frame the walk is at
+        self.eof_at = len(rec.msgs)  # where the recorded client ended the session
         self.n_live = 0
 
     # -- io ------------------------------------------------------------------------------------
@@ -189,11 +191,15 @@ class _Serve:
         self.stats["received"] += 1
         self.buffer.append(m)
 
-    def _wait_for(self, pred, what: str) -> Msg | None:
+    def _wait_for(self, pred, what: str, answer: bool = False) -> Msg | None:
         """The first buffered live frame for which pred holds, waiting for more as needed.
-        None when the client closed its input first. Raises _Stop on timeout."""
+        None when the client closed its input first. Raises _Stop on timeout.
+        answer: waiting for an answer, so a live request or notification that is not the recorded
+        client's next one is unexpected here: refused and reported as it comes."""
         deadline = time.monotonic() + self.opts.frame_timeout
         while True:
+            if answer:
+                self._refuse_unexpected(what)
             for i, m in enumerate(self.buffer):
                 if pred(m):
                     return self.buffer.pop(i)
@@ -220,9 +226,11 @@ class _Serve:
         # the recorded client may have ended by a signal instead (or first): the same ending
         eof_at = min([eof_at, *(at for at, _, name in rec.signals
                                 if getattr(signal, name, None) in ENDING_SIGNALS)])
+        self.eof_at = eof_at
         t_prev = 0.0
         try:
             for m in rec.msgs:
+                self.at = m.index
                 if m.index == eof_at:
                     self._expect_eof()
                 if self.opts.speed > 0 and m.direction == "a2c":
@@ -283,6 +291,23 @@ class _Serve:
                                             f"expected the client to send {label}, got "
                                             f"{describe(live)}", exp, got, field_diff(exp, got)))
 
+    def _refuse_unexpected(self, what: str) -> None:
+        """Live requests and notifications sent while the recording waits for an answer, other
+        than the recorded client's next one (that one may only have overtaken the answer): e.g. a
+        `cancel` where the recorded client answered. A request gets -32000 now, so the client is
+        not left waiting for a reply that the walk would never give."""
+        nxt = next((m for m in self.rec.msgs[self.at + 1:self.eof_at]
+                    if m.direction == "c2a" and not _is_answer(m)), None)
+        for x in [x for x in self.buffer if not _is_answer(x)]:
+            if nxt is not None and (x.kind, x.method) == (nxt.kind, nxt.method):
+                continue
+            self.buffer.remove(x)
+            self.divs.append(Divergence("client", self.pos.where(),
+                                        f"the client sent {describe(x)} while the recorded "
+                                        f"client was to {what}; the recording has none here"))
+            if x.kind == "request":
+                self._refuse(x)
+
     def _refuse(self, live: Msg) -> None:
         """A request the recording cannot answer gets an error, so the client does not hang."""
         self._emit(orjson.dumps({"jsonrpc": "2.0", "id": live.rpc_id, "error": {
@@ -297,7 +322,8 @@ class _Serve:
 
     def _check_answer(self, req: Msg, ans: Msg) -> None:
         what = f"answer {describe(req)}"
-        live = self._wait_for(lambda x: _is_answer(x) and x.id_key == req.id_key, what)
+        live = self._wait_for(lambda x: _is_answer(x) and x.id_key == req.id_key, what,
+                              answer=True)
         if live is None:
             self._closed_early(f"{self._ended()} without answering {describe(req)}")
         self._compare(ans, live, lambda exp, got: f"the client answered {describe(req)} with "
@@ -309,7 +335,7 @@ class _Serve:
         something else meanwhile."""
         live = self._wait_for(
             lambda x: _is_answer(x) and (x.id_key == m.id_key or x.id_key not in self.agent_ids),
-            f"send {describe(m)}, to no request (as the recorded client did)")
+            f"send {describe(m)}, to no request (as the recorded client did)", answer=True)
         if live is None:
             self._closed_early(f"{self._ended()} instead of sending {describe(m)}, to no request")
         self._compare(m, live, lambda exp, got: f"the client sent {describe(live)} to no "

@@ -121,3 +121,20 @@ def test_a_stray_client_response_serves_green(tmp_path):
     assert served["ok"], served
     assert served["stats"]["answers_checked"] == 2  # the approval and the stray response
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-2000:])
+
+
+def test_an_unexpected_cancel_mid_turn_gets_an_error_and_is_named():
+    """The client cancels at the ApprovalRequest where the recorded client (the real kimi's
+    approve_shell session) approved: the cancel is refused with -32000 at once (was: no reply, a
+    client waiting on it) and the report names it, not only the approval it never got."""
+    sc = SCENARIOS["approve_shell"]
+    prompt = dataclasses.replace(sc.plan.prompts[0], cancel_after=0.0, cancel_on="ApprovalRequest")
+    r = client("approve_shell", _plan("approve_shell", prompts=[prompt],
+                                      approvals=[Approval.pending()]), "--frame-timeout", "3")
+    err = r.stderr.decode()
+    assert r.exit_code == 1, err
+    c1 = r.response("c-1")
+    assert c1 is not None and c1["error"]["code"] == -32000, (c1, r.summary())
+    assert "the client sent request cancel#c-1 {}" in err and "the recording has none here" in err
+    # the cancel is the first divergence named, before the approval the client never answered
+    assert err.index("request cancel#c-1") < err.index("to answer ApprovalRequest"), err
