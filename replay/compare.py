@@ -11,9 +11,11 @@ compared as a multiset (put in a canonical order). The two canonical sequences a
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .labels import describe, field_diff, inner_event
 from .normalize import Normalizer, canonical
@@ -23,8 +25,8 @@ from .streamed_args import join_tool_arguments
 
 @dataclass
 class Divergence:
-    kind: str  # changed | missing | extra | unmatched_request | unused_request | timeout |
-    #            agent_exit | exit_code | not_reached | client | stopped
+    kind: str  # model | changed | missing | extra | unmatched_request | unused_request |
+    #            timeout | agent_exit | exit_code | not_reached | client | stopped
     where: str
     message: str
     expected: Any = None  # normalised recorded frame
@@ -297,3 +299,41 @@ def diff_streams(recorded: list[Item], live: list[Item],
             out.append(Divergence("extra", y.where, f"got {y.label}, which was never recorded",
                                   None, y.norm))
     return out
+
+
+MODEL_MESSAGE_CHARS = 200
+
+
+def _error_code(frame: Any) -> Any:
+    err = frame.get("error") if isinstance(frame, dict) else None
+    return err.get("code") if isinstance(err, dict) else None
+
+
+def lead_with_model_failure(divs: list[Divergence], live: list[Item], errors: Mapping[int, str],
+                            advice: str) -> list[Divergence]:
+    """`divs` led by the first one whose live frame is an agent error response with one of the
+    adapter's model-error codes (`errors`: code -> meaning) where the recording had no such
+    error: it becomes kind "model", its message names the failure and `advice`, and where the
+    live error came. An agent whose own model failed differs in everything after that (a
+    StepInterrupted, the missing steps), and the model, not these, is what to look at."""
+    def failed(d: Divergence) -> bool:
+        code = _error_code(d.got) if d.kind in ("changed", "extra") else None
+        return isinstance(code, int) and code in errors and _error_code(d.expected) != code
+
+    i = next((i for i, d in enumerate(divs) if failed(d)), None)
+    if i is None:
+        return divs
+    d = divs[i]
+    code = _error_code(d.got)
+    err = d.got["error"]
+    text = err.get("message")
+    said = ""
+    if isinstance(text, str) and text.strip():
+        text = text.strip()
+        if len(text) > MODEL_MESSAGE_CHARS:
+            text = text[:MODEL_MESSAGE_CHARS] + "…"
+        said = f": {orjson.dumps(text).decode()}"
+    where = next((it.where for it in live if it.norm is d.got), d.where)
+    lead = Divergence("model", where, f"the agent's model failed ({code} {errors[code]}{said}): "
+                                      f"{advice}", d.expected, d.got, d.details, d.seg, d.index)
+    return [lead, *divs[:i], *divs[i + 1:]]

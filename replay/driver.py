@@ -37,7 +37,14 @@ import orjson
 
 from wire_recorder.recorder.errors import InputError, UsageError, UserError
 
-from .compare import Divergence, Position, cut_short, diff_streams, make_items
+from .compare import (
+    Divergence,
+    Position,
+    cut_short,
+    diff_streams,
+    lead_with_model_failure,
+    make_items,
+)
 from .labels import describe
 from .matchers import Request, RequestBook, fallback_answer, parse_match_on, rewrite_answer
 from .normalize import (
@@ -61,8 +68,9 @@ HOLD_MAX_S = 5.0  # longest an answer waits for client frames recorded before it
 STOP_GRACE_S = 2.0  # after a stop: time for the agent to exit on stdin EOF
 ON_UNMATCHED = values(OnUnmatched)
 # divergence kinds that are differences in behaviour, as opposed to their symptoms (a timeout,
-# a recorded request left unused, frames not reached after a stop)
-CAUSES = frozenset({"changed", "missing", "extra", "unmatched_request", "client"})
+# a recorded request left unused, frames not reached after a stop); "model": the agent's own
+# model failed (compare.lead_with_model_failure), which comes first whatever it caused
+CAUSES = frozenset({"model", "changed", "missing", "extra", "unmatched_request", "client"})
 
 
 PROGRESS_EVERY_S = 0.2  # how often ReplayOptions.progress is called while a replay runs
@@ -358,8 +366,13 @@ def _sig_name(num: int) -> str:
 
 class _AgentReplay:
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
-                 cwd: str | None, opts: ReplayOptions, values: Mapping[bytes, bytes] | None = None):
+                 cwd: str | None, opts: ReplayOptions, values: Mapping[bytes, bytes] | None = None,
+                 own_model: bool = False):
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
+        # the agent asks its own configured model (--live-llm, or nothing to pin it to): when
+        # that model fails, the report leads with it. A pinned model's error (it has no answer
+        # left for a changed agent) is a symptom of the change, not the cause.
+        self.own_model = own_model
         self.adapter = rec.adapter
         rules = opts.rules(self.adapter)
         # the recorded work dir (an ACP client's session/new cwd) stands for the live one
@@ -929,6 +942,10 @@ class _AgentReplay:
             not_reached += len(stream) - len(kept)
             stream = kept
         divs = stream + self.divs
+        if self.own_model and self.adapter.model_errors:
+            advice = "check the model it is configured with" + (
+                ", or drop --live-llm to pin the recorded model" if self.opts.live_llm else "")
+            divs = lead_with_model_failure(divs, live_items, self.adapter.model_errors, advice)
         where_of = {it.msg.index: it.where for it in rec_items}
         for e in self.book.unused():
             if e.msg.index < cut and not self.stopped:
@@ -954,7 +971,7 @@ class _AgentReplay:
     def _timing_hint(self, result: ReplayResult) -> str | None:
         """Why the first divergence may be a matter of timing, with what to try."""
         first = result.first
-        if first is None or self.opts.speed == 1:
+        if first is None or first.kind == "model" or self.opts.speed == 1:
             return None
         near = [d for d in result.divergences if d.kind in CAUSES][:5] or [first]
         if any(b"<task>" in orjson.dumps(v, default=str) for d in near
@@ -1119,11 +1136,13 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
         before = []
         for origin, extra in zip(found.chain, flags, strict=False):
             o_argv, o_env = setup.use(origin, extra, None)
-            r = _AgentReplay(origin, o_argv, o_env, setup.cwd, opts, values)
+            r = _AgentReplay(origin, o_argv, o_env, setup.cwd, opts, values,
+                             own_model=setup.pin is None)
             before.append(r.run())
             values = r.value_map
         s_argv, s_env = setup.use(rec, flags[-1], opts.write_llm_script)
-        result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values).run()
+        result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values,
+                              own_model=setup.pin is None).run()
         result.command = [*argv, *flags[-1]]
         for o, extra in zip(before, flags, strict=False):
             o.command = [*argv, *extra]

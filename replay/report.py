@@ -14,13 +14,14 @@ from .driver import ReplayResult
 from .origins import resume_hint
 
 SECTIONS = (
+    ("model", ("model",), "the agent's model"),
     ("stream", ("changed", "missing", "extra"), "differences in the agent's frames"),
     ("requests", ("unmatched_request",), "live requests with no recorded answer"),
     ("unused", ("unused_request",), "recorded requests never used"),
     ("client", ("client",), "client behaviour"),
     ("run", ("timeout", "agent_exit", "exit_code", "not_reached", "stopped"), "the run"),
 )
-MARK = {"changed": "~", "missing": "-", "extra": "+", "unmatched_request": "?",
+MARK = {"model": "!", "changed": "~", "missing": "-", "extra": "+", "unmatched_request": "?",
         "unused_request": "-", "client": "!", "timeout": "!", "agent_exit": "!", "exit_code": "!",
         "not_reached": "·"}
 
@@ -36,6 +37,9 @@ def title(r: ReplayResult) -> str:
         verdict = "MATCHES the recording"
     elif n:
         verdict = f"DIVERGED ({n} difference{'s' if n != 1 else ''})"
+        first = r.first
+        if first is not None and first.kind == "model":  # the cause of all the others
+            verdict += f": {first.message}"
     else:
         verdict = "DIVERGED (in a session replayed before it)"
     return visible(f"{r.recording.path} [{r.recording.name}]: the {what} {verdict}")

@@ -104,6 +104,11 @@ class Adapter:
     step_begin_types: frozenset[str] = frozenset()
     # Agent request types (the `requests` view's `type`) the HTML report draws as approval waits.
     approval_types: frozenset[str] = frozenset()
+    # JSON-RPC error codes of an agent's error response that mean its model failed (Wire: kimi's
+    # -32003, the chat provider's error), with what each means: replay leads its report with
+    # such a failure of the agent's own model, since everything after it differs only because of
+    # it.
+    model_errors: Mapping[int, str] = {}
 
     # -- detection -----------------------------------------------------------------------------
     def detect(self, method: str, params: Any, direction: str) -> tuple[str, str | None] | None:

@@ -43,6 +43,7 @@ class Wire(Adapter):
     floating_type = "StatusUpdate"
     floating_until = frozenset({"StepBegin", "StepInterrupted", "TurnBegin", "TurnEnd"})
     approval_types = frozenset({"ApprovalRequest"})
+    model_errors = names.MODEL_ERRORS
 
     def detect(self, method, params, direction):
         if method in WIRE_ONLY_METHODS:

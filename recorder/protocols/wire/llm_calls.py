@@ -44,8 +44,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .names import CHAT_PROVIDER_ERROR
+
 EXHAUSTED = re.compile(r"ScriptedEchoChatProvider exhausted at turn (\d+)\.")
-CHAT_PROVIDER_ERROR = -32003
 _ERROR_KINDS = {"APIConnectionError": "connection", "APITimeoutError": "timeout"}
 _PRESERVED = 2  # SimpleCompaction.max_preserved_messages
 COMPACTION_OUTPUT_PREFIX = ("Previous context has been compacted. Here is the compaction "

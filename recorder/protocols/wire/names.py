@@ -25,3 +25,14 @@ EVENT_TYPES = frozenset(
 REQUEST_TYPES = frozenset(
     {"ApprovalRequest", "ToolCallRequest", "QuestionRequest", "HookRequest"}
 )
+
+# JSON-RPC error codes of kimi's answer to `prompt` that say its model failed, not the agent
+# (wire spec: -32001 no LLM set, -32002 LLM not supported, -32003 the chat provider's error, its
+# message the provider's; -32004 the provider's login expired), with what each means.
+CHAT_PROVIDER_ERROR = -32003
+MODEL_ERRORS = {
+    -32001: "LLM not set",
+    -32002: "LLM not supported",
+    CHAT_PROVIDER_ERROR: "chat provider error",
+    -32004: "auth expired",
+}
