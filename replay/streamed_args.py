@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..recorder.redact_stream import piece_of
 from .normalize import canonical
 
 if TYPE_CHECKING:
@@ -25,52 +26,36 @@ if TYPE_CHECKING:
     from .normalize import Normalizer
 
 PART = "<part of the arguments above>"
-_TYPES = frozenset({"ToolCall", "ToolCallPart", "SubagentEvent"})
-
-
-def _inner(obj: Any) -> tuple[str | None, list[str], Any]:
-    """(event type, scope, payload) of a Wire event frame, through SubagentEvent wrappers;
-    scope is the chain of subagent ids ([] for the root agent)."""
-    params = obj.get("params") if isinstance(obj, dict) else None
-    if not isinstance(params, dict) or obj.get("method") != "event":
-        return None, [], None
-    etype, payload, scope = params.get("type"), params.get("payload"), []
-    while etype == "SubagentEvent" and isinstance(payload, dict):
-        scope.append(str(payload.get("agent_id")))
-        event = payload.get("event")
-        if not isinstance(event, dict):
-            return None, [], None
-        etype, payload = event.get("type"), event.get("payload")
-    return (etype if isinstance(etype, str) else None), scope, payload
-
-
-def _piece(etype: str, payload: Any) -> Any:
-    if not isinstance(payload, dict):
-        return None
-    if etype == "ToolCall":
-        fn = payload.get("function")
-        return fn.get("arguments") if isinstance(fn, dict) else None
-    return payload.get("arguments_part")
+# the protocols' streamed pieces (recorder/protocols/*/streamed.py) of a tool call's arguments:
+# the group of the piece that begins one, and of the pieces that go on with it, plus its scope
+_START, _GOES_ON = "tool-start", "tool"
 
 
 def _calls(items: list[Item]) -> Iterator[list[Item]]:
-    """The items of each tool call that has parts: its ToolCall, then its ToolCallParts, per
-    scope (the root agent, each subagent), in stream order."""
-    open_: dict[tuple[str, ...], list[Item]] = {}
+    """The items of each tool call that has parts: the one that begins it, then the pieces that
+    go on with it, per scope (the root agent, each subagent), in stream order."""
+    open_: dict[str, list[Item]] = {}
     for it in items:
-        if it.msg.msg_type not in _TYPES:  # most frames: one set lookup
+        found = piece_of(it.msg.obj)
+        if found is None:
             continue
-        etype, scope, _ = _inner(it.msg.obj)
-        if etype == "ToolCall":
-            group = open_.pop(tuple(scope), None)
-            if group is not None and len(group) > 1:
-                yield group
-            open_[tuple(scope)] = [it]
-        elif etype == "ToolCallPart" and tuple(scope) in open_:
-            open_[tuple(scope)].append(it)
-    for group in open_.values():
-        if len(group) > 1:
-            yield group
+        group = found[0]
+        if group.startswith(_START):
+            calls = open_.pop(group[len(_START):], None)
+            if calls is not None and len(calls) > 1:
+                yield calls
+            open_[group[len(_START):]] = [it]
+        elif group.startswith(_GOES_ON) and group[len(_GOES_ON):] in open_:
+            open_[group[len(_GOES_ON):]].append(it)
+    for calls in open_.values():
+        if len(calls) > 1:
+            yield calls
+
+
+def _put(obj: Any, path: tuple[str, ...], value: str) -> None:
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
 
 
 def _text(normalizer: Normalizer, s: str) -> Any:
@@ -81,14 +66,14 @@ def join_tool_arguments(items: list[Item], normalizer: Normalizer) -> None:
     """Rewrite, in place, the items of tool calls whose assembled arguments normalise to more
     than their pieces do (see the module's doc)."""
     for group in _calls(items):
-        raw, done = [], []
+        raw, done, paths = [], [], []
         for it in group:
-            etype, _, payload = _inner(it.msg.obj)
-            r, d = _piece(str(etype), payload), _piece(str(etype), _inner(it.norm)[2])
-            if not (r is None or isinstance(r, str)) or not (d is None or isinstance(d, str)):
+            r, d = piece_of(it.msg.obj), piece_of(it.norm)
+            if r is None or d is None or d[1] != r[1]:
                 break  # a shape the agent did not send: compared frame by frame
-            raw.append(r or "")
-            done.append(d or "")
+            raw.append(r[2])
+            done.append(d[2])
+            paths.append(d[1])
         else:
             # one pass over the whole text: most calls (nothing cut in two) stop here
             joined = _text(normalizer, "".join(raw))
@@ -96,12 +81,7 @@ def join_tool_arguments(items: list[Item], normalizer: Normalizer) -> None:
                 continue
             if any(d != _text(normalizer, r) for r, d in zip(raw, done, strict=True)):
                 continue  # an ignore rule took a piece: it stays as the rule left it
-            for it in group:
+            for i, (it, path) in enumerate(zip(group, paths, strict=True)):
                 norm = orjson.loads(orjson.dumps(it.norm))  # a copy: the value may be shared
-                etype, _, payload = _inner(norm)
-                if etype == "ToolCall":
-                    if isinstance(payload.get("function"), dict):
-                        payload["function"]["arguments"] = joined
-                else:
-                    payload["arguments_part"] = PART
+                _put(norm, path, joined if i == 0 else PART)
                 it.norm, it.sig = norm, canonical(norm)

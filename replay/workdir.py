@@ -88,14 +88,16 @@ def load_manifest(rec: Recording) -> Manifest | None:
 
 
 def recorded_workdir(rec: Recording) -> str | None:
-    """The work dir the recorded agent worked in, which the live one stands for: the cwd an ACP
-    client named in its first `session/new` (or `session/load`), else the recorded cwd."""
+    """The work dir the recorded agent worked in, which the live one stands for: the one the
+    client's first request that names one names (an ACP client's `session/new`, by its
+    protocol adapter), else the recorded cwd."""
     for m in rec.msgs:
-        if m.direction == "c2a" and m.kind == "request" and \
-                m.method in ("session/new", "session/load"):
+        if m.direction == "c2a" and m.kind == "request" and m.method:
             params = m.obj.get("params") if isinstance(m.obj, dict) else None
-            cwd = params.get("cwd") if isinstance(params, dict) else None
-            if isinstance(cwd, str) and os.path.isabs(cwd):
+            cwd = m.adapter.session_workdir(m.method, params)
+            if cwd is None:
+                continue
+            if os.path.isabs(cwd):
                 return cwd
             break
     return rec.cwd

@@ -122,6 +122,11 @@ class Adapter:
         this answer does not tell."""
         return None
 
+    def session_workdir(self, method: str, params: Any) -> str | None:
+        """The work dir a client's `method` request names for the session (ACP: the cwd of
+        `session/new`), which replay maps to the live one; None: this request names none."""
+        return None
+
     # -- classification ------------------------------------------------------------------------
     def msg_type(self, method: str, params: Any) -> str | None:
         """A finer type within a method (Wire: the event or request type)."""

@@ -73,6 +73,10 @@ class Acp(Adapter):
             return str(pv)
         return None
 
+    def session_workdir(self, method, params):
+        cwd = get_path(params, "cwd") if method in ("session/new", "session/load") else None
+        return cwd if isinstance(cwd, str) else None
+
     def msg_type(self, method, params):
         if method == "session/update":
             kind = get_path(params, "update", "sessionUpdate")
