@@ -18,7 +18,7 @@ wire-import, wire-export, wire-check, wire-redact):
 
 Kinds of `InputError`: `NotARecording` (missing, unreadable, not DuckDB, not ours, cut short),
 `SchemaTooNew`, `SessionNotFound`, `NoRecordings`, `DBLocked`, `TranscriptError`, `SpoolError`,
-`QueryError`.
+`QueryError`. Kinds of `OutputError`: `DiskFull` (no room to create or write a recording).
 
 Besides these, wire-proxy exits with its agent's own exit code (128+N when the agent was killed
 by signal N).

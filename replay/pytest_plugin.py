@@ -45,14 +45,20 @@ from typing import Any
 
 import pytest
 
-from wire_recorder.recorder.visible import visible
-
 from .options import RecordMode, values
 
 RECORD_MODES = values(RecordMode)
 CASSETTES = "cassettes"
 _CHECKS = pytest.StashKey[list]()  # per test item: what to verify after the test function
 _NOTES = pytest.StashKey[list]()  # per session: lines for the terminal summary
+
+
+def visible(text: str, lines: bool = False) -> str:
+    """recorder.visible, imported when first needed (the plugin stays light at pytest start)."""
+    from wire_recorder.recorder.visible import visible as escape
+
+    return escape(text, lines=lines)
+
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -162,7 +163,8 @@ def _spool_with_a_lost_chunk(path: str, before: bytes, lost: bytes, after: bytes
     """A spool whose relay moved before + lost + after (c2a) while the disk failed for `lost`."""
     writer = SpoolWriter(path, {"session_id": "t", "started_wall_ns": 0})
     writer.put(C2A, before)
-    assert wait_until(lambda: writer._pending == 0, timeout=10)
+    # written, not only taken off the queue: the spool keeps a chunk's bytes as they came
+    assert wait_until(lambda: before in Path(path).read_bytes(), timeout=10)
     saved = os.dup(writer.fd)
     full = os.open("/dev/full", os.O_WRONLY)
     os.dup2(full, writer.fd)
