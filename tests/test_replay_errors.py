@@ -182,12 +182,13 @@ def test_the_whole_run_timeout():
 
 
 def test_an_agent_that_keeps_its_output_open_after_the_session(tmp_path):
-    # the stand-in agent plays the whole session, but a child keeps stdout open afterwards
-    agent = ["sh", "-c", f'"{WIRE_REPLAY}" "{SAMPLE}" --serve; sleep 60']
-    p = run_cli([SAMPLE, "--frame-timeout", "1", "--", *agent], timeout=60)
+    # the stand-in agent plays the whole session, but a child keeps stdout open afterwards; the
+    # frame timeout is long enough for a stand-in on a loaded runner to play its frames in time
+    agent = ["sh", "-c", f'"{WIRE_REPLAY}" "{SAMPLE}" --serve; sleep 120']
+    p = run_cli([SAMPLE, "--frame-timeout", "15", "--", *agent], timeout=120)
     out = p.stdout.decode()
     assert p.returncode == 1, out + p.stderr.decode()
-    assert "the agent did not close its output within 1s after its input closed" in out
+    assert "the agent did not close its output within 15s after its input closed" in out
 
 
 def test_an_agent_that_prints_garbage():
