@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Callable
 
 import duckdb
 
-from wire_recorder.recorder.errors import QueryError, UsageError
+from wire_recorder.recorder.env_seconds import env_seconds
+from wire_recorder.recorder.errors import QueryError
 
 from .sources import UNSAFE_HINT, Workspace, check_statements, open_workspace
 from .views import VIEW_NAMES
@@ -22,17 +22,7 @@ TIMEOUT_ENV = "WIRE_QUERY_TIMEOUT"
 
 def default_timeout() -> float:
     """WIRE_QUERY_TIMEOUT (seconds, 0: none) or TIMEOUT_S."""
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not text:
-        return TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise UsageError(f"{TIMEOUT_ENV}={text}: not a number of seconds",
-                         "give seconds, e.g. 600, or 0 for no limit")
-    return value
+    return env_seconds(TIMEOUT_ENV, TIMEOUT_S, zero_means_none=True)
 
 
 def run_sql(ws: Workspace, sql: str, unsafe: bool = False,
