@@ -2,8 +2,8 @@
 reopens, written beside its transcript as NAME.origin.jsonl (where wire-replay looks for it), so
 an exported resumed session replays on its own.
 
-Two ways a session reopens an earlier one (docs/replay.md, replay/origins.py, which analysis may
-not import: the same rules, read from the stored frames):
+Two ways a session reopens an earlier one (docs/replay.md; replay/origins.py finds them in a
+Recording, this module in the stored frames; the argv rules are recorder/resume_rules.py):
 
 * a client request names a value an earlier session's agent minted (ACP session/load: the
   adapter's `refers` and `minted`);
@@ -13,19 +13,15 @@ not import: the same rules, read from the stored frames):
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.model import Frame
+from wire_recorder.recorder.resume_rules import names_id, resume_flag_in, session_flags, workdir_in
 
 from .sources import Workspace
-
-CONTINUE_FLAGS = ("-C", "--continue")
-RESUME_ALIASES = ("-r", "--resume")
-WORKDIR_FLAGS = ("-w", "--work-dir")
 
 
 def _command(session: dict) -> list[str]:
@@ -37,24 +33,8 @@ def _command(session: dict) -> list[str]:
     return [str(a) for a in value] if isinstance(value, list) else []
 
 
-def _flag(argv: list[str], flags: tuple[str, ...]) -> tuple[str, str | None] | None:
-    args = argv[1:]
-    for i, a in enumerate(args):
-        if a in CONTINUE_FLAGS:
-            return ("-C", None)
-        flag, eq, val = a.partition("=")
-        if flags and flag in flags:
-            return (flags[0], val if eq else (args[i + 1] if i + 1 < len(args) else ""))
-    return None
-
-
 def _workdir(session: dict, argv: list[str]) -> Any:
-    args = argv[1:]
-    for i, a in enumerate(args):
-        flag, eq, val = a.partition("=")
-        if flag in WORKDIR_FLAGS:
-            return val if eq else (args[i + 1] if i + 1 < len(args) else None)
-    return session.get("cwd")
+    return workdir_in(argv, session.get("cwd"))
 
 
 def _messages(frames: list[Frame]) -> list[tuple[str, dict]]:
@@ -86,8 +66,8 @@ def origin_of(ws: Workspace, sid: str, session_row, frames_of) -> str | None:
     session = session_row(ws, sid)
     adapter = protocols.for_session(session.get("protocol"))
     argv = _command(session)
-    flags = tuple(adapter.session_flags) + RESUME_ALIASES if adapter.session_flags else ()
-    flag = _flag(argv, flags)
+    flags = session_flags(adapter.session_flags)
+    flag = resume_flag_in(argv, flags)
     msgs = _messages(frames_of(ws, sid))
     own = _minted(adapter, msgs)
     referred = {v for d, m in msgs if d == "c2a" and "method" in m and "id" in m
@@ -109,9 +89,9 @@ def origin_of(ws: Workspace, sid: str, session_row, frames_of) -> str | None:
         cargv = _command(row)
         if _workdir(row, cargv) != _workdir(session, argv):
             continue  # kimi finds sessions by their work dir
-        if flag[1] is None or _flag(cargv, flags) == flag:
+        if flag[1] is None or resume_flag_in(cargv, flags) == flag:
             return cand
-        named = re.compile(rb"(?<![\w.:-])" + re.escape(flag[1].encode()) + rb"(?![\w.:-])")
+        named = names_id(flag[1])
         if any(f.raw and named.search(f.raw) for f in frames):
             return cand  # kimi made the id up and said it (stderr: "kimi -r ID")
     return None

@@ -19,22 +19,17 @@ sample_sessions/record.py writes), plus any files given with `--origin` (.db or 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wire_recorder.recorder.errors import UserError
+from wire_recorder.recorder.resume_rules import names_id, resume_flag_in, session_flags, workdir_in
 from wire_recorder.recorder.store import Store, open_store
 from wire_recorder.recorder.transcript import load_recording
 
 from .recording import Recording, build_recording
 
-# kimi's resume flags. `-S`/`--session` is the adapter's session flag (it also normalises the
-# id away); continuing the work dir's last session has no id to normalise.
-CONTINUE_FLAGS = ("-C", "--continue")
-RESUME_ALIASES = ("-r", "--resume")  # kimi's other spelling of -S (its exit message uses it)
-PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 MAX_DEPTH = 8  # a chain of reopenings longer than this is a loop or a mistake
 
 
@@ -181,29 +176,11 @@ def resume_hint(r: Any) -> list[str]:
 def resume_flag(rec: Recording) -> tuple[str, str | None] | None:
     """("-S", ID) or ("-C", None) when the recorded command resumes a session; None otherwise
     (also for an id that is not plain: it is never put on a live command line)."""
-    return _flag_in(rec.command, _session_flags(rec), strict=True)
+    return resume_flag_in(rec.command, _session_flags(rec), strict=True)
 
 
 def _session_flags(rec: Recording) -> tuple[str, ...]:
-    flags = tuple(rec.adapter.session_flags)
-    return flags + RESUME_ALIASES if flags else ()
-
-
-def _flag_in(argv: Sequence[str], session_flags: Sequence[str],
-             strict: bool = False) -> tuple[str, str | None] | None:
-    if not session_flags:
-        return None
-    args = list(argv[1:])
-    for i, a in enumerate(args):
-        if a in CONTINUE_FLAGS:
-            return ("-C", None)
-        flag, eq, val = a.partition("=")
-        if flag in session_flags:
-            v = val if eq else (args[i + 1] if i + 1 < len(args) else "")
-            if not strict or PLAIN_ID.fullmatch(v):
-                return (session_flags[0], v)
-            return None
-    return None
+    return session_flags(rec.adapter.session_flags)
 
 
 def resume_args(chain: Sequence[Recording], argv: Sequence[str]) -> list[list[str]]:
@@ -214,7 +191,7 @@ def resume_args(chain: Sequence[Recording], argv: Sequence[str]) -> list[list[st
     `-S ID` without having named the id itself (kimi made it up) gets `-S ID` too, so that the
     live agent creates it under the id its successor resumes."""
     out: list[list[str]] = [[] for _ in chain]
-    if not chain or not argv or _flag_in(argv, _session_flags(chain[-1])) is not None:
+    if not chain or not argv or resume_flag_in(argv, _session_flags(chain[-1])) is not None:
         return out
     # the flags are the recorded program's: never given to another program
     flags = [resume_flag(r) if r.command and
@@ -249,17 +226,8 @@ def _sessions_before(path: str, rec: Recording, exclude: set[str]) -> list[Recor
         return out
 
 
-WORKDIR_FLAGS = ("-w", "--work-dir")
-
-
 def _workdir(rec: Recording) -> str | None:
-    """Where the agent worked: kimi keys its sessions on it (its -w, else the cwd)."""
-    args = rec.command[1:]
-    for i, a in enumerate(args):
-        flag, eq, val = a.partition("=")
-        if flag in WORKDIR_FLAGS:
-            return val if eq else (args[i + 1] if i + 1 < len(args) else None)
-    return rec.cwd
+    return workdir_in(rec.command, rec.cwd)
 
 
 def _resumes(cand: Recording, flag: tuple[str, str | None], rec: Recording) -> bool:
@@ -272,7 +240,7 @@ def _resumes(cand: Recording, flag: tuple[str, str | None], rec: Recording) -> b
     if resume_flag(cand) == flag:
         return True
     # kimi made the id up: it says it on stderr at exit ("kimi -r ID")
-    sid = re.compile(rb"(?<![\w.:-])" + re.escape(flag[1].encode()) + rb"(?![\w.:-])")
+    sid = names_id(flag[1])
     return sid.search(cand.stderr) is not None or any(sid.search(m.raw) for m in cand.msgs)
 
 
