@@ -61,6 +61,19 @@ def _monotone(items: Iterator[tuple[float, str, Any]], rank: int) -> Iterator[tu
         yield last, rank, i, d, m
 
 
+def _runs(records: list[dict]) -> list[list[dict]]:
+    """A journal's records cut before each turn.prompt after the first."""
+    runs: list[list[dict]] = [[]]
+    prompted = False
+    for r in records:
+        if r["type"] == "turn.prompt":
+            if prompted:
+                runs.append([])
+            prompted = True
+        runs[-1].append(r)
+    return runs
+
+
 def read_kimicode_journal(path: str, session_id: str | None = None) -> tuple[dict, list[Frame]]:
     """A Kimi Code journal (and, for a main agent's, its subagents' journals) as a Wire session
     and its frames. Raises TranscriptError on a bad line."""
@@ -74,26 +87,32 @@ def read_kimicode_journal(path: str, session_id: str | None = None) -> tuple[dic
     streams = [_monotone(AgentJournal(records, agent).messages(), 0)]
     subagents: list[str] = []
     if folder is not None and agent == MAIN_AGENT:
-        spawned = {r.get("subagentId"): r for r in records if r["type"] == "subagent.spawned"}
-        for sub_id, sp in spawned.items():
-            sub_path = os.path.join(folder, "agents", str(sub_id), "wire.jsonl")
+        spawns: dict[str, list[dict]] = {}
+        for r in records:
+            if r["type"] == "subagent.spawned":
+                spawns.setdefault(str(r.get("subagentId")), []).append(r)
+        for sub_id, runs_spawned in spawns.items():
+            sub_path = os.path.join(folder, "agents", sub_id, "wire.jsonl")
             if not os.path.isfile(sub_path):
                 continue
-            subagents.append(str(sub_id))
+            subagents.append(sub_id)
             _, sub_records = read_records(sub_path)
-            wrap = {"parent_tool_call_id": sp.get("parentToolCallId"), "agent_id": sub_id,
-                    "subagent_type": sp.get("subagentName")}
-            start = sp["time"]
+            # a resumed subagent writes on in the same journal: its k-th prompt is the k-th
+            # spawn's run (its parent tool call)
+            for k, run in enumerate(_runs(sub_records)):
+                sp = runs_spawned[min(k, len(runs_spawned) - 1)]
+                wrap = {"parent_tool_call_id": sp.get("parentToolCallId"), "agent_id": sub_id,
+                        "subagent_type": sp.get("subagentName")}
 
-            def wrapped(recs=sub_records, sid=str(sub_id), w=wrap, t0=start):
-                for t, d, m in AgentJournal(recs, sid).messages():
-                    # nothing of a subagent before the parent spawned it
-                    yield max(t, t0), d, subagent_event(w, m) if d == "a2c" else m
+                def wrapped(recs=run, sid=sub_id, w=wrap, t0=sp["time"]):
+                    for t, d, m in AgentJournal(recs, sid).messages():
+                        # nothing of a subagent's run before the parent spawned it
+                        yield max(t, t0), d, subagent_event(w, m) if d == "a2c" else m
 
-            streams.append(_monotone(wrapped(), len(streams)))
+                streams.append(_monotone(wrapped(), len(streams)))
     frames: list[Frame] = []
     for t, _rank, _i, direction, msg in heapq.merge(*streams):
-        ns = int(round(t * 1e6))
+        ns = t * 1_000_000 if isinstance(t, int) else int(round(t * 1e6))  # ms: exact
         wall = _dt.datetime.fromtimestamp(t / 1000, _dt.UTC).replace(tzinfo=None)
         if direction == "proxy":
             method, data = msg
