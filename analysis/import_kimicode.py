@@ -140,6 +140,8 @@ def read_kimicode_journal(path: str, session_id: str | None = None) -> tuple[dic
         "protocol_version": None,
         "source": KIMICODE_SOURCE,
         "mono_start_ns": frames[0].mono_ns if frames else 0,
+        # what wire-stats counts as frames when it reads the journal in place (no import)
+        "frame_count": sum(1 for f in frames if f.direction in ("c2a", "a2c")),
         "tags": tags,
         "db_note": "imported from Kimi Code's own journal: Wire events made from its records; "
                    "the client's prompts and approval answers as it recorded them, "
