@@ -27,6 +27,7 @@ from wire_recorder.recorder.redact import Redactor
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import read_transcript, store_session
 
+from . import import_kimicode
 from .inputs import expand, files_below
 
 KIMI_SOURCE = "kimi-wire-jsonl"
@@ -41,7 +42,7 @@ def _first_line(path: str) -> bytes:
 
 
 def detect(path: str) -> str:
-    """'transcript' or 'kimi'; anything else is a user error."""
+    """'transcript', 'kimi' or 'kimicode' (Kimi Code's journal); anything else is a user error."""
     head = _first_line(path).strip()
     if not head:
         raise TranscriptError(f"{path} is empty")
@@ -52,6 +53,8 @@ def detect(path: str) -> str:
                            "expected a wire-recorder transcript or a kimi wire.jsonl") from None
     if isinstance(obj, dict) and "wire_transcript" in obj:
         return "transcript"
+    if isinstance(obj, dict) and obj.get("type") == "metadata" and import_kimicode.is_journal(path):
+        return "kimicode"
     if isinstance(obj, dict) and (obj.get("type") == "metadata" or "message" in obj):
         return "kimi"
     raise TranscriptError(f"{path}:1: neither a wire-recorder transcript nor a kimi wire.jsonl",
@@ -142,6 +145,8 @@ def read_any_jsonl(path: str) -> tuple[dict, list[Frame]]:
         session, frames = read_transcript(path)
         session.setdefault("source", "transcript")
         return session, frames
+    if kind == "kimicode":
+        return import_kimicode.read_kimicode_journal(path)
     return read_kimi_wire_log(path)
 
 
@@ -176,19 +181,24 @@ def redact_session(session: dict, frames: list[Frame],
 
 
 def expand_import_inputs(specs: list[str]) -> list[str]:
-    """Files, globs and folders (a kimi session folder, a kimi sessions tree, a folder of
+    """Files, globs and folders (a kimi or Kimi Code session folder, a sessions tree, a folder of
     transcripts) to a list of .jsonl files. Subagent logs are skipped: their events are already
-    in the parent's log as SubagentEvent records."""
+    in the parent's log as SubagentEvent records (Kimi Code: read with the parent's journal)."""
 
     def in_folder(folder: str) -> list[str]:
         own = os.path.join(folder, "wire.jsonl")
         if os.path.isfile(own):
             return [own]
-        return [h for h in files_below(folder, "*.jsonl")
-                if os.sep + "subagents" + os.sep not in h
-                and os.path.basename(h) != "context.jsonl"]
+        kimicode = import_kimicode.session_journal(folder)
+        if kimicode:
+            return [kimicode]
+        return import_kimicode.journal_files(
+            [h for h in files_below(folder, "*.jsonl")
+             if os.sep + "subagents" + os.sep not in h
+             and os.path.basename(h) not in ("context.jsonl", "session_index.jsonl")])
 
-    return expand(specs, in_folder, "{} holds no .jsonl files to import", keep=os.path.isfile)
+    return expand(specs, in_folder, "{} holds no .jsonl files to import",
+                  keep=lambda h: os.path.isfile(h) and bool(import_kimicode.journal_files([h])))
 
 
 def import_files(paths: list[str], db: str, replace: bool = False,

@@ -105,6 +105,7 @@ EXPLAINED = {
     ("recorder/model.py", "agent_message_chunk"): "the msg_type column's documentation",
     ("replay/cli.py", "session/load"): "--origin's help says which request needs it",
     ("analysis/stats.py", "input_required"): "a label of wire-stats' per-protocol line",
+    ("recorder/kimicode_journal.py", "toolCallId"): "Kimi Code's journal's own key, not ACP's",
 }
 
 
