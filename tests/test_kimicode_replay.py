@@ -31,14 +31,14 @@ PROMPTS = ["Run echo, then read notes.txt", "And now?"]
 
 
 def turns(workdir: Path) -> list[dict]:
-    """What the model says, as a real provider streams it: text in pieces, a Bash call whose
+    """What the model says, as a real provider streams it: thinking and text in pieces, a Bash call whose
     arguments are cut mid-word, a Read of a path under the work dir cut inside the file name.
     (Not inside the work dir itself: ACP shows the arguments so far in each update, and a
     recorded `{"path": "/tmp/wr-kim` cannot be matched to another work dir's.)"""
     path = str(workdir / "notes.txt")
     cut = len(str(workdir)) + 3
     return [
-        answer(text=["I will ", "run a command."],
+        answer(think=["The user wants ", "a command run."], text=["I will ", "run a command."],
                calls=[call("call-bash-1", "Bash", ['{"comm', 'and": "echo hi ', 'there"}'])],
                usage=(900, 20, 0)),
         answer(calls=[call("call-read-1", "Read", ['{"path": "', path[:cut], path[cut:] + '"}'])],
@@ -102,6 +102,8 @@ def test_the_answers_derived_are_what_the_model_streamed(recorded):
     for served, turn in zip(answers, script, strict=True):
         deltas = [c["choices"][0]["delta"] for c in served["stream"] if c["choices"]]
         assert [d["content"] for d in deltas[1:] if d.get("content")] == turn["text"]
+        assert [d["reasoning_content"] for d in deltas if "reasoning_content" in d] == \
+            turn["think"]
         tool = [t for d in deltas for t in d.get("tool_calls") or []]
         assert [(t["id"], t["function"]["name"]) for t in tool if "id" in t] == \
             [(c["id"], c["name"]) for c in turn["calls"]]
