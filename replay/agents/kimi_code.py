@@ -57,6 +57,10 @@ DROP_ENV = frozenset({"KIMI_CODE_HOME", "KIMI_API_KEY", "KIMI_BASE_URL", "KIMI_C
                       "KIMI_CODE_OAUTH_HOST", "KIMI_CODE_CUSTOM_HEADERS", "OPENAI_API_KEY",
                       "OPENAI_BASE_URL", "KIMI_SHARE_DIR"})
 DROP_ENV_PREFIXES = ("KIMI_MODEL_",)
+# what the user's config says that changes what the agent does without the client asking:
+# named in the notes, since a replay that differs because of them shows only the effect
+BEHAVIOUR_KEYS = ("default_permission_mode", "yolo", "plan_mode", "default_plan_mode",
+                  "permission", "hooks")
 # offline: no telemetry, no update check, no model catalog fetch
 OFFLINE_ENV = {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CODE_NO_AUTO_UPDATE": "1",
                "KIMI_CLI_NO_AUTO_UPDATE": "1", "KIMI_CODE_MODEL_CATALOG_REFRESH_ON_START": "0",
@@ -230,7 +234,9 @@ class KimiCodePin(LlmPin):
                       f"{rec.session_id} answered by a model on loopback (127.0.0.1) through "
                       f"Kimi Code's \"{PROVIDER_TYPE}\" provider type (--live-llm uses the "
                       f"agent's own)",
-                      f"agent config: {source or 'none found'}, with only the model swapped"]
+                      f"agent config: {source or 'none found'}, with only the model swapped"
+                      + "".join(f"; keeps {k} = {json.dumps(v)}" for k, v in
+                                self._user_config.items() if k in BEHAVIOUR_KEYS)]
 
     def use(self, rec: Recording, rec_workdir: str | None, live_workdir: str | None) -> None:
         calls = self.calls if rec is self.main else derive(rec)
