@@ -183,19 +183,28 @@ def test_a_changed_mode_is_red_naming_the_missing_permission(recorded, kc_peer, 
         ', with only the model swapped; keeps default_permission_mode = "yolo"' in proc.stdout
 
 
-def test_a_recording_that_cannot_pin_the_model_is_one_line(recorded, kc_peer, tmp_path):
-    """A tool call id without Kimi Code's `<turn>:` prefix (the transcript edited): refused
-    before any agent runs, exit 2, one line naming the call."""
+@pytest.mark.parametrize("old, new, why", [
+    ('"0:call-read-1"', '"call-read-1"',
+     "prompt 1, answer 2 (recorded frame {}): tool call id 'call-read-1' is not <turn>:<call id>"),
+    ('"text":"And now?"', '"text":"/compact"',
+     "prompt 2 compaction (recorded frame {}): ACP does not show what the model answered"),
+])
+def test_a_recording_that_cannot_pin_the_model_is_one_line(recorded, kc_peer, tmp_path, old,
+                                                           new, why):
+    """A tool call id without Kimi Code's `<turn>:` prefix, a `/compact` prompt (the
+    transcript edited): refused before any agent runs, exit 2, one line naming the call."""
     db, _ = recorded
     node, main = kc_peer
     transcript = tmp_path / "kc.jsonl"
     subprocess.run([str(BIN / "wire-export"), str(db), "-o", str(transcript)], check=True,
                    capture_output=True)
     text = transcript.read_text(encoding="utf-8")
-    assert text.count('"0:call-read-1"') >= 2
-    transcript.write_text(text.replace('"0:call-read-1"', '"call-read-1"'), encoding="utf-8")
+    assert old in text
+    transcript.write_text(text.replace(old, new), encoding="utf-8")
     proc = replay(transcript, [str(node), str(main), "acp"], tmp_path / "home")
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "cannot pin the LLM" in proc.stderr and "prompt 1, answer 2" in proc.stderr
-    assert "tool call id 'call-read-1' is not <turn>:<call id>" in proc.stderr
+    assert "cannot pin the LLM" in proc.stderr and "--live-llm" in proc.stderr
+    frames = [ln for ln in text.splitlines() if ln.startswith(('{"dir":"c2a"', '{"dir":"a2c"'))]
+    frame = next(i for i, ln in enumerate(frames, 1) if old in ln)
+    assert why.format(frame) in proc.stderr, proc.stderr

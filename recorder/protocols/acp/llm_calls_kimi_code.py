@@ -13,7 +13,8 @@ thought delta is one `agent_message_chunk` / `agent_thought_chunk`; a tool call 
 name, with empty content; each piece of its arguments is a `tool_call_update` (in progress, no
 title) whose content is the arguments so far, so the pieces are the differences. The update
 that sets `title: "Running: …"` and `rawInput` is the agent's own rendering after parsing, not
-the model's. One call ends where a part comes after all of its tool calls have finished.
+the model's. One call ends where a part comes after all of its tool calls have finished. A
+`/compact` prompt or a subagent's tool call makes calls ACP does not show: reported as problems.
 `usage_update` (`used`, `size`), sent after the prompt's result, is the context the turn's last
 call left: it becomes that call's usage (`used` as input tokens), so the agent reports it again.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .llm_calls import SUBAGENT_TOOLS, _obj, _text_of
+from .llm_calls import SUBAGENT_TOOLS, _obj, _prompt_text, _text_of
 
 _DONE = frozenset({"completed", "failed"})
 
@@ -80,6 +81,12 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 prompts[key] = turn
                 call = None
                 tools.clear()
+                if _prompt_text(_obj(m.obj).get("params")).split(None, 1)[:1] == ["/compact"]:
+                    c = start(frame)
+                    c["kind"], c["where"] = "compaction", f"prompt {turn} compaction"
+                    c["problem"] = ("ACP does not show what the model answered the compaction "
+                                    "(its summary)")
+                    call = None
             continue
         if m.kind in ("response", "error") and key is not None:
             result = _obj(_obj(m.obj).get("result"))
