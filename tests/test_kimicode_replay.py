@@ -13,6 +13,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,33 @@ def test_a_recording_that_cannot_pin_the_model_is_one_line(recorded, kc_peer, tm
     frames = [ln for ln in text.splitlines() if ln.startswith(('{"dir":"c2a"', '{"dir":"a2c"'))]
     frame = next(i for i, ln in enumerate(frames, 1) if old in ln)
     assert why.format(frame) in proc.stderr, proc.stderr
+
+
+def test_the_users_skills_are_linked_and_their_model_variables_dropped(recorded, tmp_path):
+    """The pin's scratch HOME (no agent run): the user's skills linked read-only, the config
+    the recorded model on loopback, `KIMI_MODEL_*`/`KIMI_CODE_HOME` not passed on."""
+    db, _ = recorded
+    home = tmp_path / "home"
+    (home / ".kimi-code" / "skills" / "mine").mkdir(parents=True)
+    (home / ".agents" / "skills").mkdir(parents=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "KIMI_MODEL_NAME": "other",
+           "KIMI_MODEL_BASE_URL": "http://example.invalid/v1", "KIMI_CODE_HOME": str(home / "x")}
+    rec = load(str(db))
+    pin = kimi_code.pin(rec, ["kimi", "acp"], env)
+    try:
+        pin.use(rec, rec.cwd, str(tmp_path))
+        assert os.path.realpath(Path(pin.home) / ".agents" / "skills") == \
+            str(home / ".agents" / "skills")
+        assert not (Path(pin.home) / ".kimi-code" / "skills").exists()  # $KIMI_CODE_HOME's
+        assert "linked from HOME: ~/.agents/skills" in pin.notes[1]
+        assert not any(k.startswith("KIMI_MODEL_") or k == "KIMI_CODE_HOME" for k in pin.env)
+        assert pin.env["HOME"] == pin.home and pin.env["KIMI_DISABLE_TELEMETRY"] == "1"
+        config = tomllib.loads((Path(pin.home) / ".kimi-code" / "config.toml").read_text())
+        assert config["default_model"] == "m"
+        assert config["models"]["m"]["model"] == "stream-model-1"
+        assert config["models"]["m"]["max_context_size"] == 100000
+        provider = config["providers"][config["models"]["m"]["provider"]]
+        assert provider["type"] == "openai" and provider["base_url"].startswith("http://127.0.0.1:")
+    finally:
+        pin.cleanup()
+    assert not Path(pin.root).exists() and (home / ".agents" / "skills").is_dir()

@@ -57,6 +57,10 @@ DROP_ENV = frozenset({"KIMI_CODE_HOME", "KIMI_API_KEY", "KIMI_BASE_URL", "KIMI_C
                       "KIMI_CODE_OAUTH_HOST", "KIMI_CODE_CUSTOM_HEADERS", "OPENAI_API_KEY",
                       "OPENAI_BASE_URL", "KIMI_SHARE_DIR"})
 DROP_ENV_PREFIXES = ("KIMI_MODEL_",)
+# What Kimi Code reads from HOME besides its config and keeps read-only: linked into the
+# scratch HOME (its sessions, logs and caches stay in the scratch one)
+HOME_LINKS = (".kimi-code/skills", ".kimi-code/plugins", ".kimi-code/agents",
+              ".kimi-code/mcp.json", ".agents/skills", ".agents/agents")
 # what the user's config says that changes what the agent does without the client asking:
 # named in the notes, since a replay that differs because of them shows only the effect
 BEHAVIOUR_KEYS = ("default_permission_mode", "yolo", "plan_mode", "default_plan_mode",
@@ -226,7 +230,12 @@ class KimiCodePin(LlmPin):
         self.root = tempfile.mkdtemp(prefix="wire-replay-llm-")
         self.home = os.path.join(self.root, "home")
         self.config_path = os.path.join(self.home, ".kimi-code", "config.toml")
-        os.makedirs(os.path.dirname(self.config_path))
+        try:
+            os.makedirs(os.path.dirname(self.config_path))
+            linked = self._link_home(base_env.get("KIMI_CODE_HOME"), base_env.get("HOME"))
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.argv = list(argv)
         self.env = agent_env(env, self.home)
         n = len(self.calls["calls"])
@@ -236,7 +245,26 @@ class KimiCodePin(LlmPin):
                       f"agent's own)",
                       f"agent config: {source or 'none found'}, with only the model swapped"
                       + "".join(f"; keeps {k} = {json.dumps(v)}" for k, v in
-                                self._user_config.items() if k in BEHAVIOUR_KEYS)]
+                                self._user_config.items() if k in BEHAVIOUR_KEYS)
+                      + (f"; linked from HOME: {', '.join(linked)}" if linked else "")]
+
+    def _link_home(self, data_dir: str | None, home: str | None) -> list[str]:
+        linked = []
+        for rel in HOME_LINKS:
+            tail = rel.split("/", 1)[1]
+            if rel.startswith(".kimi-code/") and data_dir:
+                src, shown = os.path.join(data_dir, tail), f"$KIMI_CODE_HOME/{tail}"
+            elif home:
+                src, shown = os.path.join(home, rel), f"~/{rel}"
+            else:
+                continue
+            src = os.path.abspath(os.path.expanduser(src))
+            if os.path.exists(src):
+                dest = os.path.join(self.home, rel)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                os.symlink(src, dest)
+                linked.append(shown)
+        return linked
 
     def use(self, rec: Recording, rec_workdir: str | None, live_workdir: str | None) -> None:
         calls = self.calls if rec is self.main else derive(rec)
