@@ -1,5 +1,6 @@
 """Agents replay knows how to run with their LLM pinned to what a recording says the model
-answered (today: kimi-cli, through its offline `_scripted_echo` provider).
+answered (kimi-cli, through its offline `_scripted_echo` provider; Kimi Code 2.x, through a
+model on loopback).
 
     pin = pin_llm(rec, argv, env)        # None: not an agent replay can pin
     pin.use(origin, ...); run origin with pin.argv, pin.env
@@ -9,7 +10,7 @@ answered (today: kimi-cli, through its offline `_scripted_echo` provider).
 What the model answered comes from the recording's protocol adapter (its `llm_calls` part:
 recorder/protocols/wire/llm_calls.py, acp/llm_calls.py), as a neutral list of calls; how an
 agent is made to answer that way (its offline model, config, HOME and command line) is the
-agent's module here (kimi.py). Each agent module has `recognises(rec) -> bool` and
+agent's module here (kimi.py, kimi_code.py). Each agent module has `recognises(rec) -> bool` and
 `pin(rec, argv, env) -> LlmPin`; they are asked in the order of `AGENTS`.
 """
 
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..recording import Recording
 
-AGENTS = ("kimi",)
+# Kimi Code 2.x calls itself what kimi-cli does: asked first, it tells them apart by version
+AGENTS = ("kimi_code", "kimi")
 
 
 class LlmPin:
