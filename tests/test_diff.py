@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from sample_sessions.acp_scenarios import ACP_SCENARIOS
 from sample_sessions.mcp_scenarios import MCP_SCENARIOS
 from tests.harness.acp import run_acp_scenario
-from tests.harness.analysis import run_cli
+from tests.harness.analysis import BIN, run_cli
 from tests.harness.kimi_peer import msg_id, script, shell, text, usage
 from tests.harness.mcp import run_mcp_scenario
 from tests.harness.proxy import WIRE_PROXY
@@ -39,8 +40,9 @@ def wire_scenario(first_text: str, second_answer: str) -> Scenario:
             script(msg_id("msg-4"), usage(240, 5), text("Done.")),
         ],
         plan=ClientPlan(prompts=[Prompt("Print the value"), Prompt("Print two")],
-                        approvals=[Approval.approve(), Approval(second_answer)]),
-        timeout=180.0)
+                        approvals=[Approval.approve(), Approval(second_answer)],
+                        exit_timeout=300.0),  # (a loaded machine: kimi's exit can take a while)
+        timeout=900.0)
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +125,26 @@ def test_cli_text_json_and_exit_codes(wire_runs, tmp_path):
         assert bad.returncode == 2, (args, bad.stdout, bad.stderr)
         assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
     assert "holds 2 sessions" in run_cli("wire-diff", runs, changed).stderr
+
+
+def test_a_recording_against_its_replay_report(wire_runs, kimi_exe, tmp_path):
+    """The replay of base-1 with another value in the agent's environment: its report's
+    divergences (read as data) are the differences, and the verdict is the exit code."""
+    runs, changed = wire_runs
+    report = str(tmp_path / "replay.json")
+    p = subprocess.run([str(BIN / "wire-replay"), runs, "--session", "base-1", "-q",
+                        "--env", "WR_DIFF_VALUE=two", "--report", report,
+                        "--", str(kimi_exe), "--wire"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    r = diff(f"{runs}#base-1", report)
+    assert r.source == "replay-report" and r.exit_code == 1
+    assert "two" in json.dumps([c.to_dict() for c in r.changes])
+    out = run_cli("wire-diff", f"{runs}#base-1", report)
+    assert out.returncode == 1 and "replay of" in out.stdout, out.stdout + out.stderr
+    # a report is about one session: another is bad input
+    bad = run_cli("wire-diff", changed, report)
+    assert bad.returncode == 2 and "reports on session" in bad.stderr, bad.stderr
 
 
 @pytest.fixture(scope="module")
