@@ -51,7 +51,8 @@ def parse_time(text: str) -> tuple[float, float]:
 def diff_cmd(
     a: str = typer.Argument(..., metavar="A", help=SIDE_HELP),
     b: str = typer.Argument(..., metavar="B", help="the other side, as A"),
-    db: list[str] = typer.Option([], "--db", "-d", help="recordings where A and B are looked "
+    db: list[str] = typer.Option([], "--db", "-d", metavar="FILE",
+                                 help="recordings where A and B are looked "
                                  "up by session name or id (repeatable; globs, folders)"),
     as_json: bool = typer.Option(False, "--json", help="print the differences as JSON"),
     time_tolerance: str | None = typer.Option(
