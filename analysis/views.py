@@ -14,8 +14,9 @@ objects go, and the loader says it in the statement it puts in front of each fil
 REPLACE VIEW` stores the views in the file (`store_views`, when analysis writes a recording:
 `wire-import`), `CREATE OR REPLACE TEMP VIEW` keeps them in the connection (`install_views(con,
 temp=True)`, how `analysis.sources` shows many read-only files as one). Macros follow their
-views (`CREATE OR REPLACE [TEMP] MACRO`). The recorder itself installs nothing: a recording
-holds tables only until analysis stores its views there.
+views (`CREATE OR REPLACE [TEMP] MACRO`). The recorder itself installs nothing: its loader
+calls analysis's after-load hook (analysis/stored_views.py), which stores them when it closes a
+session, so a plain DuckDB reading the file finds them.
 
 They read the extracted columns (`msg_type`, `rpc_id`, `kind`, `method`) to pick rows and parse
 `payload` JSON only on the few rows that need it: at a million frames, filtering on extracted

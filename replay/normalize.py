@@ -30,9 +30,10 @@ import orjson
 
 from wire_recorder.recorder import protocols
 from wire_recorder.recorder.errors import UsageError
-from wire_recorder.recorder.minted import EPOCH_ID_PATTERN
+from wire_recorder.recorder.protocols import volatile
 from wire_recorder.recorder.protocols.base import Adapter
-from wire_recorder.recorder.redact import PLACEHOLDER_RE, Redactor
+from wire_recorder.recorder.protocols.volatile import VALUE_PATTERNS  # noqa: F401 (its old home)
+from wire_recorder.recorder.redact import Redactor
 
 from .recording import Msg
 
@@ -81,27 +82,11 @@ def default_rules(adapter: Adapter) -> tuple[IgnoreRule, ...]:
 DEFAULT_ADAPTER = protocols.get(protocols.LEGACY)
 DEFAULT_IGNORE: tuple[IgnoreRule, ...] = default_rules(DEFAULT_ADAPTER)
 
-# (name, pattern, placeholder) for every protocol; the adapter's own come after these. One
-# combined regex runs over each frame's raw bytes.
-VALUE_PATTERNS: tuple[tuple[str, bytes, bytes], ...] = (
-    ("uuid", rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", b"<uuid>"),
-    ("hex32", rb"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])", b"<hex>"),
-    ("timestamp", rb"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?", b"<time>"),
-    # placeholders differ per recording (a per-recording key): all of them are one value here
-    ("redacted", PLACEHOLDER_RE.pattern, b"<redacted>"),
-    # request ids minted from a clock (the vendor Node SDK's `N_<epoch ms>`), where they are
-    # echoed; the JSON-RPC id itself is matched, not compared
-    ("minted_id", EPOCH_ID_PATTERN, b"<id>"),
-)
-
-
 def value_patterns(adapter: Adapter = DEFAULT_ADAPTER) -> tuple[tuple[str, bytes, bytes], ...]:
-    return VALUE_PATTERNS + tuple(adapter.value_patterns)
+    return volatile.value_patterns(adapter)
 
 
-def _json_inner(s: str) -> bytes:
-    """How `s` appears inside a JSON string literal (as kimi writes it: raw UTF-8)."""
-    return orjson.dumps(s)[1:-1]
+_json_inner = volatile.json_inner
 
 
 class WorkDirRewrite:
@@ -149,36 +134,8 @@ def rerooted_command(command: Sequence[str], recorded_cwd: str | None,
 def environment_values(command: Sequence[str], cwd: str | None,
                        env: dict[str, str] | None = None,
                        adapter: Adapter = DEFAULT_ADAPTER) -> list[tuple[bytes, bytes]]:
-    """(literal, placeholder) pairs for one side's run: its scratch paths and session id (the
-    value of one of the adapter's `session_flags`).
-
-    Paths come from the cwd, HOME (when given), and absolute-path arguments of the command; a
-    file argument contributes its folder, so `--config-file /tmp/run-x/config.toml` also covers
-    `/tmp/run-x/home`. Longest first, so a work dir wins over its parent.
-    """
-    paths: set[str] = set()
-    session_ids: set[str] = set()
-    if cwd:
-        paths.add(cwd)
-    if env and env.get("HOME") and env.get("HOME") != os.environ.get("HOME"):
-        paths.add(env["HOME"])
-    args = list(command[1:])
-    for i, a in enumerate(args):
-        flag, eq, val = a.partition("=")
-        if flag in adapter.session_flags:
-            v = val if eq else (args[i + 1] if i + 1 < len(args) else "")
-            if len(v) >= 4:
-                session_ids.add(v)
-        if a.startswith("/") and len(a) > 1:
-            paths.add(a)
-            if os.path.splitext(a)[1]:
-                paths.add(os.path.dirname(a))
-        elif eq and val.startswith("/") and flag in adapter.path_flags:
-            paths.add(val)
-    pairs = [(_json_inner(p.rstrip("/")), b"<path>") for p in paths if len(p.rstrip("/")) > 1]
-    pairs += [(_json_inner(s), b"<kimi-session>") for s in session_ids]
-    pairs.sort(key=lambda x: -len(x[0]))
-    return pairs
+    """recorder.protocols.volatile.environment_values, with Wire as the default adapter."""
+    return volatile.environment_values(command, cwd, env, adapter)
 
 
 class Normalizer:

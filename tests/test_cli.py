@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "sample_sessions" / "approve_shell.jsonl")
 
 COMMANDS = ["wire-proxy", "wire-replay", "wire-show", "wire-stats", "wire-query", "wire-import",
-            "wire-export", "wire-check", "wire-redact", "wire-ui"]
+            "wire-export", "wire-check", "wire-redact", "wire-ui", "wire-diff"]
 
 # a file that is not there, as each command takes it
 MISSING = {
@@ -33,6 +33,7 @@ MISSING = {
     "wire-export": ["{missing}.db"],
     "wire-check": ["{missing}.db"],
     "wire-redact": ["{missing}.db"],
+    "wire-diff": ["{missing}.db", SAMPLE],
 }
 
 
