@@ -497,6 +497,9 @@ def test_time_went_tables_sort_by_duration_and_the_token_chart_has_a_key(timed):
     b.click("#reqtable th[data-col=duration]")
     b.click("#tooltable th[data-col=duration]")
     assert "Shell" in b.text("#tooltable tbody tr")
+    # the approval was asked while the Shell call ran: its wait is the call's wait
+    waited = b.text("#tooltable tbody tr td[data-col=waited]")
+    assert waited[:1].isdigit() and waited.endswith("s"), b.text("#tooltable")
     b.eval("document.querySelector('#reqtable').scrollIntoView()")
     b.screenshot(timed["shots"] / "tables-sorted.png")
     if b.eval("!!document.querySelector('#tok')"):

@@ -523,11 +523,17 @@
     const cols = (what) => [["seq", "seq", (s) => s.seq, (s) => String(s.seq), true],
       ["label", what, (s) => s.label, (s) => s.label],
       ["start", "at", (s) => s.start_ms, (s) => fmtMs(s.start_ms), true],
-      ["duration", what === "request" ? "wait" : "duration", dur, (s) => dur(s) === null ? "no end" : fmtMs(dur(s)), true],
+      ["duration", what === "request" ? "wait / time to answer" : "duration", dur, (s) => dur(s) === null ? "no end" : fmtMs(dur(s)), true],
       ["status", "status", (s) => s.status || "", (s) => s.status || ""]];
     const out = [];
     const tools = spans.filter((s) => s.kind === "tool"), reqs = spans.filter((s) => s.kind === "request" || s.kind === "rpc");
-    if (tools.length) out.push(el("h2", {}, "Tool calls ", el("span", {class: "legend"}, `${tools.length} · click a column to sort`)), sortable("tooltable", cols("tool call"), tools, key));
+    // a tool call's wait: the requests to the client (approvals, questions) asked while it ran
+    const asked = spans.filter((s) => s.kind === "request" && s.end_ms !== null && s.end_ms !== undefined);
+    const waited = (t) => asked.filter((q) => q.start_ms >= t.start_ms && (t.end_ms === null || t.end_ms === undefined || q.start_ms <= t.end_ms))
+      .reduce((a, q) => a + (q.end_ms - q.start_ms), 0);
+    const toolCols = cols("tool call");
+    toolCols.splice(4, 0, ["waited", "of it waiting for the client", waited, (s) => waited(s) ? fmtMs(waited(s)) : "", true]);
+    if (tools.length) out.push(el("h2", {}, "Tool calls ", el("span", {class: "legend"}, `${tools.length} · click a column to sort`)), sortable("tooltable", toolCols, tools, key));
     if (reqs.length) out.push(el("h2", {}, "Requests ", el("span", {class: "legend"}, `${reqs.length} · requests to the client (their wait) and every JSON-RPC request (time to its answer)`)),
       sortable("reqtable", cols("request").concat([["lane", "lane", (s) => s.lane, (s) => s.lane]]), reqs, key));
     return out.map((n) => n.tagName === "TABLE" ? el("div", {class: "tablebox"}, n) : n);
