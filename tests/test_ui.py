@@ -437,7 +437,7 @@ def timed(kimi_exe, tmp_path_factory):
             b.wait_for("document.querySelector('tr.row')")
             key = b.eval("document.querySelector('tr.row').dataset.key")
             b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(key)})")
-            b.wait_for("document.querySelector('#tl') && document.querySelector('#tl').dataset.ticks")
+            b.wait_for("document.querySelector('#tl')")  # drawn in the same task as it is put
             yield {"b": b, "key": key, "shots": shots}
     finally:
         ui.terminate()
