@@ -161,7 +161,8 @@
         el("td", {class: "n"}, num(r.tokens)), el("td", {class: "n"}, num(r.tool_calls)),
         el("td", {class: "n" + (r.errors ? " bad" : "")}, num(r.errors) + (r.anomalies ? ` (+${r.anomalies} anomalies)` : "")),
         el("td", {}, tagList(r.tags)), el("td", {class: "muted mono"}, (r.source_file || "").split("/").pop())));
-      put(table, el("thead", {}, head), el("tbody", {}, rows));
+      put(table, rows.length > SHOWN ? el("caption", {class: "muted"}, `the first ${num(SHOWN)} of ${num(rows.length)} in this order: sort to see others`) : null,
+        el("thead", {}, head), el("tbody", {}, rows));
       put(pager, 
         state.offset > 0 ? el("button", {onclick: () => { state.offset = Math.max(0, state.offset - 100); load(); }}, "‹ previous") : null,
         d.matched > state.offset + d.rows.length ? el("button", {onclick: () => { state.offset += 100; load(); }}, "next ›") : null,
@@ -498,6 +499,7 @@
   }
 
   // -- tables of tool calls and requests: sortable by any column --------------------------------
+  const SHOWN = 500;  // rows of a table in the DOM (a session can have 100,000 requests)
   function sortable(id, cols, rows, key) {
     // cols: [name, label, value(row), shown(row), numeric]
     const table = el("table", {class: "idx spans", id: id});
@@ -509,10 +511,11 @@
         order.sort((a, b) => { const x = f(a), y = f(b);
           return (x === y ? 0 : x === null || x === undefined ? 1 : y === null || y === undefined ? -1 : x > y ? 1 : -1) * (desc ? -1 : 1); });
       }
-      put(table, el("thead", {}, el("tr", {}, cols.map(([name, label], i) => el("th", {"data-col": name, onclick: () => {
+      put(table, rows.length > SHOWN ? el("caption", {class: "muted"}, `the first ${num(SHOWN)} of ${num(rows.length)} in this order: sort to see others`) : null,
+        el("thead", {}, el("tr", {}, cols.map(([name, label], i) => el("th", {"data-col": name, onclick: () => {
         if (by === i) desc = !desc; else { by = i; desc = !!cols[i][4]; }
         draw(); }}, label + (by === i ? (desc ? " ▾" : " ▴") : ""))))),
-      el("tbody", {}, order.map((r) => el("tr", {class: "row", "data-seq": r.seq, "data-ms": r.end_ms === null ? "" : r.end_ms - r.start_ms,
+      el("tbody", {}, order.slice(0, SHOWN).map((r) => el("tr", {class: "row", "data-seq": r.seq, "data-ms": r.end_ms === null ? "" : r.end_ms - r.start_ms,
         onclick: () => openRelated(key, r.seq)}, cols.map(([name, , , shown, numeric]) => el("td", {class: numeric ? "n" : null, "data-col": name}, shown(r)))))));
     }
     draw();
@@ -532,7 +535,7 @@
     const waited = (t) => asked.filter((q) => q.start_ms >= t.start_ms && (t.end_ms === null || t.end_ms === undefined || q.start_ms <= t.end_ms))
       .reduce((a, q) => a + (q.end_ms - q.start_ms), 0);
     const toolCols = cols("tool call");
-    toolCols.splice(4, 0, ["waited", "of it waiting for the client", waited, (s) => waited(s) ? fmtMs(waited(s)) : "", true]);
+    toolCols.splice(4, 0, ["waited", "client wait", waited, (s) => waited(s) ? fmtMs(waited(s)) : "", true]);
     if (tools.length) out.push(el("h2", {}, "Tool calls ", el("span", {class: "legend"}, `${tools.length} · click a column to sort`)), sortable("tooltable", toolCols, tools, key));
     if (reqs.length) out.push(el("h2", {}, "Requests ", el("span", {class: "legend"}, `${reqs.length} · requests to the client (their wait) and every JSON-RPC request (time to its answer)`)),
       sortable("reqtable", cols("request").concat([["lane", "lane", (s) => s.lane, (s) => s.lane]]), reqs, key));
