@@ -187,6 +187,12 @@ def test_a_replay_report_shows_the_first_divergence_beside_the_recorded_frame(ap
     recorded, live = b.text("#div0 .recorded pre"), b.text("#div0 .live-side pre")
     assert "echo hello" in recorded and "echo bye" not in recorded
     assert "echo bye" in live
+    # the lines that differ are marked on both sides, the ones they share are not
+    marked = b.eval("[...document.querySelectorAll('#div0 .sbs pre')].map(p => "
+                    "[...p.querySelectorAll('.chg')].map(c => c.textContent))")
+    assert any("echo hello" in c for c in marked[0]) and any("echo bye" in c for c in marked[1]), marked
+    assert not any("echo bye" in c for c in marked[0])
+    assert len(marked[0]) < len(recorded.splitlines())
     assert "open the recorded session" in b.text("#main")
     b.screenshot(app["shots"] / "replay.png")
     # the recorded frame itself, in the recording's frame inspector
@@ -404,3 +410,121 @@ def orjson_roundtrip(obj):
     import orjson
 
     return orjson.loads(orjson.dumps(obj, default=str))
+
+
+# -- where the time went: a real kimi session recorded through wire-proxy ------------------------
+
+@pytest.fixture(scope="module")
+def timed(kimi_exe, tmp_path_factory):
+    """wire-ui over one real kimi Wire session (approve_shell: a tool call behind an approval),
+    recorded through wire-proxy, so its timings (kimi's start-up first) are real."""
+    from tests.harness.replay import record_scenario
+
+    d = tmp_path_factory.mktemp("timed")
+    db = d / "timed.db"
+    record_scenario("approve_shell", db)
+    ui = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(db)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "XDG_CACHE_HOME": str(d / "cache")})
+    try:
+        assert ui.stdout
+        url = ui.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), ui.stderr.read() if ui.stderr else ""
+        shots = Path(os.environ.get("WIRE_UI_SHOTS") or d / "shots")
+        shots.mkdir(parents=True, exist_ok=True)
+        with Browser(_chromium(), d / "profile") as b:
+            b.goto(url)
+            b.wait_for("document.querySelector('tr.row')")
+            key = b.eval("document.querySelector('tr.row').dataset.key")
+            b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(key)})")
+            b.wait_for("document.querySelector('#tl')")  # drawn in the same task as it is put
+            yield {"b": b, "key": key, "shots": shots}
+    finally:
+        ui.terminate()
+        ui.wait(timeout=30)
+        shutil.rmtree(d / "profile", ignore_errors=True)
+
+
+def test_time_went_timeline_zoomed_with_lanes_per_method_and_fine_ticks(timed):
+    b = timed["b"]
+    spans = b.eval(f"fetch('/api/session?k=' + encodeURIComponent({json.dumps(timed['key'])}))"
+                   ".then(r => r.json()).then(d => d.spans)")
+    lanes = json.loads(b.eval("document.querySelector('#tl').dataset.lanes"))
+    # Wire has per-method lanes too: each request with the time to its answer
+    assert "c2a initialize" in lanes and "c2a prompt" in lanes, lanes
+    assert any(lane.startswith("a2c ") for lane in lanes), lanes  # the approval asked of the client
+    init = [s for s in spans if s["lane"] == "c2a initialize"]
+    assert init and init[0]["end_ms"] is not None and init[0]["status"] == "response"
+    # kimi's start-up (before the first turn) is one labelled span when it is most of the session
+    first = min(s["start_ms"] for s in spans if s["kind"] in ("turn", "step", "tool", "request"))
+    end = max(s["end_ms"] or s["start_ms"] for s in spans)
+    view = json.loads(b.eval("document.querySelector('#tl').dataset.view"))
+    if first > 0.3 * end:
+        label = b.text("#startup")
+        assert label.startswith("start-up ") and label[9].isdigit(), label
+        assert lanes[0] == "start-up"
+        assert view[0] > 0.5 * first  # opened on the turns, not on the start-up
+    else:
+        assert not b.eval("document.querySelector('#startup')") and view[0] == 0
+    b.screenshot(timed["shots"] / "timeline.png")
+    # zoomed in around the turn, the axis labels get finer instead of repeating
+    for _ in range(14):
+        b.eval("(() => { const c = document.querySelector('#tl'), r = c.getBoundingClientRect();"
+               " c.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width * 0.6,"
+               " clientY: r.top + 30, bubbles: true, cancelable: true})); })()")
+    ticks = json.loads(b.eval("document.querySelector('#tl').dataset.ticks"))
+    view2 = json.loads(b.eval("document.querySelector('#tl').dataset.view"))
+    assert view2[1] - view2[0] < (view[1] - view[0]) / 10
+    assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), ticks
+    b.screenshot(timed["shots"] / "timeline-zoomed.png")
+    b.eval("document.querySelector('#tl').dispatchEvent(new MouseEvent('dblclick', {bubbles: true}))")
+    assert json.loads(b.eval("document.querySelector('#tl').dataset.view")) == view
+
+
+def test_time_went_tables_sort_by_duration_and_the_token_chart_has_a_key(timed):
+    b = timed["b"]
+    for table in ("#tooltable", "#reqtable"):
+        assert b.eval(f"document.querySelectorAll('{table} tbody tr').length") >= 1, table
+    n = b.eval("document.querySelectorAll('#reqtable tbody tr').length")
+    assert n >= 3  # initialize, the prompt, the approval (and its wait)
+    ms = "[...document.querySelectorAll('#reqtable tbody tr')].map(r => r.dataset.ms === '' ? -1 : Number(r.dataset.ms))"
+    unsorted = b.eval(ms)
+    b.click("#reqtable th[data-col=duration]")
+    down = b.eval(ms)
+    assert down == sorted(unsorted, reverse=True) and b.text("#reqtable th[data-col=duration]").endswith("▾")
+    b.click("#reqtable th[data-col=duration]")
+    assert b.eval(ms) == sorted(unsorted)
+    b.click("#reqtable th[data-col=duration]")
+    b.click("#tooltable th[data-col=duration]")
+    assert "Shell" in b.text("#tooltable tbody tr")
+    # the approval was asked while the Shell call ran: its wait is the call's wait
+    waited = b.text("#tooltable tbody tr td[data-col=waited]")
+    assert waited[:1].isdigit() and waited.endswith("s"), b.text("#tooltable")
+    b.eval("document.querySelector('#reqtable').scrollIntoView()")
+    b.screenshot(timed["shots"] / "tables-sorted.png")
+    if b.eval("!!document.querySelector('#tok')"):
+        swatches = b.eval("[...document.querySelectorAll('#toklegend .swatch')].map(s => s.style.backgroundColor)")
+        assert len(swatches) == 5 and len(set(swatches)) == 5, swatches
+        assert "output" in b.text("#toklegend") and "cache read" in b.text("#toklegend")
+        steps = json.loads(b.eval("document.querySelector('#tok').dataset.steps"))
+        assert steps and steps[0].startswith("t1"), steps
+        b.eval("(() => { const c = document.querySelector('#tok'), r = c.getBoundingClientRect();"
+               " c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 60, clientY: r.bottom - 20,"
+               " bubbles: true})); })()")
+        assert "total" in b.text("#tip") and "turn 1" in b.text("#tip")
+        b.eval("document.querySelector('#tok').scrollIntoView()")
+        b.screenshot(timed["shots"] / "tokens.png")
+
+
+def test_time_went_links_name_the_session_not_the_position(timed):
+    b = timed["b"]
+    key = timed["key"]
+    sid = key.split(".", 1)[1]
+    assert len(key.split(".", 1)[0]) == 10 and not key.split(".", 1)[0].isdigit()
+    # an older link by file position, and a bare session id, still open the session
+    for link in ("0." + sid, sid):
+        b.eval("location.hash = ''")
+        b.wait_for("document.querySelector('tr.row')")
+        b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(link)})")
+        b.wait_for("document.querySelector('#title') && document.querySelector('#tl')")
+        assert sid in b.text("#head")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import glob
+import hashlib
 import os
 import re
 import threading
@@ -409,8 +410,8 @@ class Catalog:
         return sorted(out.items())
 
     def _key(self, path: str, sid: str) -> str:
-        n = self._file_no.setdefault(os.path.abspath(path), len(self._file_no))
-        return f"{n}.{sid}"
+        # a link that stays valid when the inputs change order: a hash of the file's path
+        return f"{hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]}.{sid}"
 
     def build(self) -> None:
         """(Re)read every input into the index: the rows of every file first (served as they
@@ -620,6 +621,10 @@ class Catalog:
     def row(self, key: str) -> dict:
         with self._lock:
             r = self.by_key.get(key)
+            if r is None:  # a session id alone, or an older link by file position ("0.<id>")
+                sid = re.sub(r"^\d+\.", "", key)
+                found = [v for v in self.by_key.values() if v.get("session_id") in (key, sid)]
+                r = found[0] if len(found) == 1 else None
         if r is None:
             raise KeyError(key)
         return r

@@ -161,7 +161,8 @@
         el("td", {class: "n"}, num(r.tokens)), el("td", {class: "n"}, num(r.tool_calls)),
         el("td", {class: "n" + (r.errors ? " bad" : "")}, num(r.errors) + (r.anomalies ? ` (+${r.anomalies} anomalies)` : "")),
         el("td", {}, tagList(r.tags)), el("td", {class: "muted mono"}, (r.source_file || "").split("/").pop())));
-      put(table, el("thead", {}, head), el("tbody", {}, rows));
+      put(table, rows.length > SHOWN ? el("caption", {class: "muted"}, `the first ${num(SHOWN)} of ${num(rows.length)} in this order: sort to see others`) : null,
+        el("thead", {}, head), el("tbody", {}, rows));
       put(pager, 
         state.offset > 0 ? el("button", {onclick: () => { state.offset = Math.max(0, state.offset - 100); load(); }}, "‹ previous") : null,
         d.matched > state.offset + d.rows.length ? el("button", {onclick: () => { state.offset += 100; load(); }}, "next ›") : null,
@@ -231,12 +232,18 @@
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
+    const startup = d.spans.length ? startupOf(d.spans) : null;
+    let tl = null;
     if (d.spans.length) {
-      parts.push(el("h2", {}, "Timeline ", el("span", {class: "legend"}, "wheel: zoom · drag: pan · double-click: reset · click a bar: its frames")), el("canvas", {id: "tl"}));
+      parts.push(el("h2", {}, "Timeline ", el("span", {class: "legend"}, "wheel: zoom · drag: pan · double-click: reset · click a bar: its frames"),
+        startup ? el("span", {class: "startup"}, " · ", el("span", {id: "startup"}, "start-up " + fmtMs(startup.end)),
+          " of " + fmtMs(startup.total) + " left of the view: ", el("a", {id: "tlall", onclick: () => tl && tl.all()}, "show all"),
+          " · ", el("a", {id: "tlhome", onclick: () => tl && tl.home()}, "zoom to the turns")) : null), el("canvas", {id: "tl"}));
     }
-    if (d.tokens.length) parts.push(el("h2", {}, "Tokens per step ", el("span", {class: "legend"}, "input · cache read · cache write · output · subagents")), el("canvas", {id: "tok"}));
-    put(charts, ...parts);
-    if (d.spans.length) timeline(document.getElementById("tl"), d.spans, key);
+    if (d.tokens.length) parts.push(el("h2", {}, "Tokens per step ", tokenLegend()), el("canvas", {id: "tok"}));
+    const tables = spanTables(key, d.spans);
+    put(charts, ...parts, ...tables);
+    if (d.spans.length) tl = timeline(document.getElementById("tl"), d.spans, key, startup);
     if (d.tokens.length) tokenChart(document.getElementById("tok"), d.tokens);
     if (jump) openFrames(key, jump);
     if (d.live) {
@@ -339,16 +346,31 @@
   }
 
   // -- timeline: lanes of bars, zoom and pan ---------------------------------------------------
-  const KIND_COLOR = {turn: "#94a3b8", step: "#60a5fa", tool: "#34d399", request: "#f59e0b", rpc: "#a78bfa"};
-  function timeline(cv, spans, key) {
+  const KIND_COLOR = {turn: "#94a3b8", step: "#60a5fa", tool: "#34d399", request: "#f59e0b", rpc: "#a78bfa", startup: "#e5e7eb"};
+  const ACTIVE = new Set(["turn", "step", "tool", "request"]);
+  // The time before the first turn, tool call or request (the agent starting up) when it is most
+  // of the session: one labelled span, and the view opens on what came after it.
+  function startupOf(spans) {
+    const end = Math.max(1, ...spans.map((s) => s.end_ms ?? s.start_ms));
+    const act = spans.filter((s) => ACTIVE.has(s.kind)).map((s) => s.start_ms);
+    if (!act.length) return null;
+    const a0 = Math.min(...act);
+    return a0 > 0.3 * end && a0 > 500 ? {end: a0, total: end} : null;
+  }
+  function timeline(cv, spans0, key, startup) {
+    const spans = spans0.slice();
+    if (startup) spans.unshift({kind: "startup", lane: "start-up", label: "start-up " + fmtMs(startup.end), start_ms: 0, end_ms: startup.end, status: "", seq: null});
     const lanes = [];
-    const order = ["turns", "steps", "tools", "client"];
+    const order = ["start-up", "turns", "steps", "tools", "client"];
     for (const l of order) if (spans.some((s) => s.lane === l)) lanes.push(l);
     for (const s of spans) if (!lanes.includes(s.lane)) lanes.push(s.lane);
-    const LH = 18, TOP = 18, LEFT = 150;
+    const LH = 18, TOP = 18, LEFT = 170;
     cv.style.height = (TOP + lanes.length * LH + 6) + "px";
+    cv.dataset.lanes = JSON.stringify(lanes);
     const end = Math.max(1, ...spans.map((s) => s.end_ms ?? s.start_ms));
-    let v0 = 0, v1 = end * 1.02;
+    // zoomed to the activity: the start-up keeps an eighth of the width, enough for its label
+    const home = () => startup ? [startup.end - (end - startup.end) / 7, end + (end - startup.end) * 0.02] : [0, end * 1.02];
+    let [v0, v1] = home();
     const tip = document.getElementById("tip");
     const laneOf = new Map(lanes.map((l, i) => [l, i]));
     function draw() {
@@ -357,17 +379,26 @@
       const g = cv.getContext("2d"); g.scale(dpr, dpr); g.clearRect(0, 0, W, H);
       g.font = "11px system-ui, sans-serif"; g.fillStyle = "#6b7280";
       const x = (t) => LEFT + (t - v0) / (v1 - v0) * (W - LEFT - 8);
-      const step = niceStep((v1 - v0) / 8);
-      for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
-        g.fillStyle = "#e5e7eb"; g.fillRect(x(t), TOP - 4, 1, H); g.fillStyle = "#6b7280"; g.fillText(fmtMs(t), x(t) + 2, 11);
+      const step = niceStep((v1 - v0) / 8), ticks = [];
+      for (let i = Math.ceil(v0 / step); i * step <= v1; i++) {
+        const t = i * step, label = fmtTick(t, step);
+        if (x(t) < LEFT) continue;
+        ticks.push(label);
+        g.fillStyle = "#e5e7eb"; g.fillRect(x(t), TOP - 4, 1, H); g.fillStyle = "#6b7280"; g.fillText(label, x(t) + 2, 11);
       }
-      lanes.forEach((l, i) => { g.fillStyle = "#374151"; g.fillText(l.length > 24 ? l.slice(0, 23) + "…" : l, 4, TOP + i * LH + 12); });
+      cv.dataset.ticks = JSON.stringify(ticks);
+      cv.dataset.view = JSON.stringify([v0, v1]);
+      lanes.forEach((l, i) => { g.fillStyle = "#374151"; g.fillText(l.length > 28 ? l.slice(0, 27) + "…" : l, 4, TOP + i * LH + 12); });
       for (const s of spans) {
         const a = x(s.start_ms), b = x(s.end_ms ?? s.start_ms);
         if (b < LEFT || a > W) continue;
         const bad = /error|fail|cancel|interrupt|reject|unanswered/.test(s.status || "");
+        const x0 = Math.max(LEFT, a), w = Math.max(2, Math.min(b, W) - x0), y = TOP + laneOf.get(s.lane) * LH + 2;
         g.fillStyle = bad ? "#ef4444" : KIND_COLOR[s.kind] || "#9ca3af";
-        g.fillRect(Math.max(LEFT, a), TOP + laneOf.get(s.lane) * LH + 2, Math.max(2, b - Math.max(LEFT, a)), LH - 5);
+        g.fillRect(x0, y, w, LH - 5);
+        // its duration written on the bar when it fits (the start-up: its label)
+        const text = s.kind === "startup" ? s.label + (a < LEFT ? " ◂" : "") : s.end_ms === null ? "" : fmtMs(s.end_ms - s.start_ms);
+        if (text && g.measureText(text).width + 6 < w) { g.fillStyle = "#111827"; g.fillText(text, x0 + 3, y + 10); }
       }
     }
     function hit(ev) {
@@ -396,7 +427,8 @@
       const s = hit(ev);
       if (s) {
         tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
-        tip.textContent = vis(`${s.label} · ${fmtMs(s.start_ms)} → ${s.end_ms === null ? "no end" : fmtMs(s.end_ms - s.start_ms)} · ${s.status || ""} · seq ${s.seq}`);
+        tip.textContent = vis(s.kind === "startup" ? s.label + " · before the first turn" :
+          `${s.label} · ${fmtMs(s.start_ms)} → ${s.end_ms === null ? "no end" : fmtMs(s.end_ms - s.start_ms)} · ${s.status || ""} · seq ${s.seq}`);
       } else tip.style.display = "none";
     });
     cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
@@ -404,36 +436,132 @@
       if (drag && drag.moved) return;
       const s = hit(ev);
       if (!s) return;
+      if (s.kind === "startup") { v0 = 0; v1 = end * 1.02; return draw(); }
       const item = [...document.querySelectorAll(".item[data-seq]")].find((n) => Number(n.dataset.seq) >= s.seq);
       if (item) { item.scrollIntoView({block: "center"}); document.querySelectorAll(".item.sel").forEach((n) => n.classList.remove("sel")); item.classList.add("sel"); }
       openRelated(key, s.seq);
     });
-    cv.addEventListener("dblclick", () => { v0 = 0; v1 = end * 1.02; draw(); });
+    cv.addEventListener("dblclick", () => { [v0, v1] = home(); draw(); });
     window.addEventListener("resize", draw);
     draw();
+    return {all: () => { v0 = 0; v1 = end * 1.02; draw(); }, home: () => { [v0, v1] = home(); draw(); }};
+  }
+  // an axis label as fine as the tick step: zoomed in, "1 min 3.2 s" and "1 min 3.4 s", not "1 min 3 s" twice
+  function fmtTick(t, step) {
+    const dec = (x) => Math.min(6, Math.max(0, Math.ceil(-Math.log10(x) - 1e-9)));
+    if (t < 1000 && step < 1000) return t.toFixed(dec(step)) + " ms";
+    const d = dec(step / 1000);
+    if (t < 60000) return (t / 1000).toFixed(d) + " s";
+    const m = Math.floor(t / 60000 + 1e-9), sec = t / 1000 - m * 60;
+    return m + " min " + Math.max(0, sec).toFixed(d) + " s";
   }
   function niceStep(x) {
     const p = Math.pow(10, Math.floor(Math.log10(Math.max(x, 1e-6)))), m = x / p;
     return (m < 2 ? 2 : m < 5 ? 5 : 10) * p;
   }
+  const TOKEN_KEYS = [["input_other", "#4e79a7", "input"], ["input_cache_read", "#59a14f", "cache read"],
+    ["input_cache_creation", "#edc948", "cache write"], ["output", "#e15759", "output"], ["subagents", "#b07aa1", "subagents"]];
+  function tokenLegend() {
+    // the colour key: a swatch (its colour through the CSSOM, allowed by the CSP) and a name
+    return el("span", {class: "legend", id: "toklegend"}, TOKEN_KEYS.map(([k, c, label]) => {
+      const sw = el("i", {class: "swatch", "data-k": k});
+      sw.style.background = c;
+      return el("span", {class: "key"}, sw, label);
+    }));
+  }
   function tokenChart(cv, rows) {
-    const keys = [["input_other", "#4e79a7"], ["input_cache_read", "#59a14f"], ["input_cache_creation", "#edc948"], ["output", "#e15759"], ["subagents", "#b07aa1"]];
     const dpr = window.devicePixelRatio || 1, W = cv.clientWidth, H = cv.clientHeight;
     cv.width = W * dpr; cv.height = H * dpr;
     const g = cv.getContext("2d"); g.scale(dpr, dpr);
-    const tot = rows.map((r) => keys.reduce((a, [k]) => a + (r[k] || 0), 0)), max = Math.max(1, ...tot);
-    const bw = Math.max(1, (W - 60) / rows.length);
-    g.font = "11px system-ui, sans-serif"; g.fillStyle = "#6b7280"; g.fillText(num(max), 2, 11);
+    const tot = rows.map((r) => TOKEN_KEYS.reduce((a, [k]) => a + (r[k] || 0), 0)), max = Math.max(1, ...tot);
+    const L = 56, B = 16, bw = Math.max(1, (W - L - 4) / rows.length);
+    const name = (r) => r.turn === null || r.turn === undefined ? "—" : r.step === null || r.step === undefined ? `t${r.turn}` : `t${r.turn}·s${r.step}`;
+    g.font = "11px system-ui, sans-serif"; g.fillStyle = "#6b7280"; g.fillText(num(max), 2, 11); g.fillText("0", 2, H - B);
+    // a label under every bar that has room for one, else under every n-th
+    const every = Math.max(1, Math.ceil(40 / bw));
     rows.forEach((r, i) => {
-      let y = H - 4;
-      for (const [k, c] of keys) {
-        const h = (r[k] || 0) / max * (H - 18);
-        g.fillStyle = c; g.fillRect(56 + i * bw, y - h, Math.max(1, bw - 1), h); y -= h;
+      let y = H - B;
+      for (const [k, c] of TOKEN_KEYS) {
+        const h = (r[k] || 0) / max * (H - B - 14);
+        g.fillStyle = c; g.fillRect(L + i * bw, y - h, Math.max(1, bw - 1), h); y -= h;
       }
+      if (i % every === 0) { g.fillStyle = "#6b7280"; g.fillText(name(r), L + i * bw + 1, H - 3); }
     });
+    cv.dataset.steps = JSON.stringify(rows.map(name));
+    const tip = document.getElementById("tip");
+    cv.onmousemove = (ev) => {
+      const i = Math.floor((ev.clientX - cv.getBoundingClientRect().left - L) / bw), r = rows[i];
+      if (!r) { tip.style.display = "none"; return; }
+      tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
+      tip.textContent = vis(`turn ${r.turn ?? "?"} step ${r.step ?? "?"} · ` + TOKEN_KEYS.filter(([k]) => r[k]).map(([k, , label]) => `${label} ${num(r[k])}`).join(" · ") + ` · total ${num(tot[i])}`);
+    };
+    cv.onmouseleave = () => { tip.style.display = "none"; };
+  }
+
+  // -- tables of tool calls and requests: sortable by any column --------------------------------
+  const SHOWN = 500;  // rows of a table in the DOM (a session can have 100,000 requests)
+  function sortable(id, cols, rows, key) {
+    // cols: [name, label, value(row), shown(row), numeric]
+    const table = el("table", {class: "idx spans", id: id});
+    let by = null, desc = false;
+    function draw() {
+      const order = rows.slice();
+      if (by !== null) {
+        const f = cols[by][2];
+        order.sort((a, b) => { const x = f(a), y = f(b);
+          return (x === y ? 0 : x === null || x === undefined ? 1 : y === null || y === undefined ? -1 : x > y ? 1 : -1) * (desc ? -1 : 1); });
+      }
+      put(table, rows.length > SHOWN ? el("caption", {class: "muted"}, `the first ${num(SHOWN)} of ${num(rows.length)} in this order: sort to see others`) : null,
+        el("thead", {}, el("tr", {}, cols.map(([name, label], i) => el("th", {"data-col": name, onclick: () => {
+        if (by === i) desc = !desc; else { by = i; desc = !!cols[i][4]; }
+        draw(); }}, label + (by === i ? (desc ? " ▾" : " ▴") : ""))))),
+      el("tbody", {}, order.slice(0, SHOWN).map((r) => el("tr", {class: "row", "data-seq": r.seq, "data-ms": r.end_ms === null ? "" : r.end_ms - r.start_ms,
+        onclick: () => openRelated(key, r.seq)}, cols.map(([name, , , shown, numeric]) => el("td", {class: numeric ? "n" : null, "data-col": name}, shown(r)))))));
+    }
+    draw();
+    return table;
+  }
+  function spanTables(key, spans) {
+    const dur = (s) => s.end_ms === null || s.end_ms === undefined ? null : s.end_ms - s.start_ms;
+    const cols = (what) => [["seq", "seq", (s) => s.seq, (s) => String(s.seq), true],
+      ["label", what, (s) => s.label, (s) => s.label],
+      ["start", "at", (s) => s.start_ms, (s) => fmtMs(s.start_ms), true],
+      ["duration", what === "request" ? "wait / time to answer" : "duration", dur, (s) => dur(s) === null ? "no end" : fmtMs(dur(s)), true],
+      ["status", "status", (s) => s.status || "", (s) => s.status || ""]];
+    const out = [];
+    const tools = spans.filter((s) => s.kind === "tool"), reqs = spans.filter((s) => s.kind === "request" || s.kind === "rpc");
+    // a tool call's wait: the requests to the client (approvals, questions) asked while it ran
+    const asked = spans.filter((s) => s.kind === "request" && s.end_ms !== null && s.end_ms !== undefined);
+    const waited = (t) => asked.filter((q) => q.start_ms >= t.start_ms && (t.end_ms === null || t.end_ms === undefined || q.start_ms <= t.end_ms))
+      .reduce((a, q) => a + (q.end_ms - q.start_ms), 0);
+    const toolCols = cols("tool call");
+    toolCols.splice(4, 0, ["waited", "client wait", waited, (s) => waited(s) ? fmtMs(waited(s)) : "", true]);
+    if (tools.length) out.push(el("h2", {}, "Tool calls ", el("span", {class: "legend"}, `${tools.length} · click a column to sort`)), sortable("tooltable", toolCols, tools, key));
+    if (reqs.length) out.push(el("h2", {}, "Requests ", el("span", {class: "legend"}, `${reqs.length} · requests to the client (their wait) and every JSON-RPC request (time to its answer)`)),
+      sortable("reqtable", cols("request").concat([["lane", "lane", (s) => s.lane, (s) => s.lane]]), reqs, key));
+    return out.map((n) => n.tagName === "TABLE" ? el("div", {class: "tablebox"}, n) : n);
   }
 
   // -- replay report ---------------------------------------------------------------------------
+  // The lines of one side that the other side lacks (a longest common subsequence of lines),
+  // each its own block with class "chg"; big documents are compared line by line instead.
+  function changedLines(a, b) {
+    const n = a.length, m = b.length, ca = new Array(n).fill(true), cb = new Array(m).fill(true);
+    if (n * m > 4e6) {
+      for (let i = 0; i < Math.max(n, m); i++) if (a[i] === b[i]) { ca[i] = false; cb[i] = false; }
+      return [ca, cb];
+    }
+    const L = Array.from({length: n + 1}, () => new Uint32Array(m + 1));
+    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    for (let i = 0, j = 0; i < n && j < m;) {
+      if (a[i] === b[j]) { ca[i] = false; cb[j] = false; i++; j++; } else if (L[i + 1][j] >= L[i][j + 1]) i++; else j++;
+    }
+    return [ca, cb];
+  }
+  function marked(left, right, side) {
+    const a = left.split("\n"), b = right.split("\n"), ch = changedLines(a, b)[side], lines = side ? b : a;
+    return el("pre", {}, lines.flatMap((line, i) => [ch[i] ? el("span", {class: "chg"}, line) : line, "\n"]));
+  }
   async function showReport(n) {
     let r;
     try { r = await api("report", {n: n}); } catch (e) { return fail(e); }
@@ -446,8 +574,8 @@
       el("div", {class: "sbs"},
         el("div", {class: "recorded"}, el("b", {}, "recorded"),
           d.recorded_seq && r.key ? el("a", {class: "recseq", href: "#s/" + encodeURIComponent(r.key) + "/f/" + d.recorded_seq}, ` frame #${d.recorded_seq} in the recording`) : null,
-          el("pre", {}, pretty(d.expected))),
-        el("div", {class: "live-side"}, el("b", {}, "live"), el("pre", {}, pretty(d.got))))));
+          marked(pretty(d.expected), pretty(d.got), 0)),
+        el("div", {class: "live-side"}, el("b", {}, "live"), marked(pretty(d.expected), pretty(d.got), 1)))));
     put($main, 
       el("h1", {}, "replay of ", r.session_name || r.session_id || "?", " ", el("span", {class: r.ok ? "" : "bad"}, r.ok ? "ok" : "diverged")),
       el("div", {class: "muted mono"}, (r.mode || "") + " · " + (r.recording || "") + (r.stopped ? " · stopped: " + r.stopped : "")),
