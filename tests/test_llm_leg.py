@@ -1,0 +1,96 @@
+"""`wire-proxy --llm`: the real kimi `--wire` recorded with its model leg, against a model server
+on 127.0.0.1 that streams like a real provider (reasoning, text, tool arguments cut mid-path,
+usage; one 503 the client library retries). One recording with the leg and one without, shared
+by every test here (tests/test_llm_leg_replay.py replays the same one)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.harness.llm_leg import KEY_RE, LLM_TURNS, exchanges, record_pair
+from tests.harness.model_server import sse_chunks
+from wire_recorder.replay.agents.llm_text import aligned
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+
+
+@pytest.fixture(scope="module")
+def pair(kimi_exe, tmp_path_factory):
+    return record_pair(kimi_exe, tmp_path_factory.mktemp("llm-leg"))
+
+
+def _content(result) -> list:
+    """What the client saw of the model's answers: every event but the status updates (their
+    context share depends on the system prompt's date), without ids made up per run."""
+    out = []
+    for f in result.frames:
+        if f.dir == "a2c" and f.method == "event":
+            t = f.msg["params"]["type"]
+            if t != "StatusUpdate":
+                out.append((t, f.msg["params"]["payload"]))
+            else:
+                out.append((t, f.msg["params"]["payload"].get("token_usage")))
+    return out
+
+
+def test_the_agent_sees_the_same_with_and_without_the_leg(pair):
+    with_leg, without = pair.with_leg, pair.without
+    assert with_leg.result.response("p-1") is not None, with_leg.result.summary()
+    assert _content(with_leg.result) == _content(without.result)
+    # the model was asked the same (but the system prompt's current time), with the same headers
+    # but the address
+    assert len(with_leg.requests) == len(without.requests) == 4
+
+    def masked(body):
+        return json.loads(ISO_TIME.sub("T", json.dumps(body)))
+
+    assert [masked(b) for b in with_leg.requests] == [masked(b) for b in without.requests]
+    def same(h):  # each model server has its own key; the length follows the date's
+        return {k: v for k, v in h.items()
+                if k.lower() not in ("host", "authorization", "content-length")}
+
+    assert [same(h) for h in with_leg.headers] == [same(h) for h in without.headers]
+    assert all(h["Authorization"] == f"Bearer {with_leg.key}" for h in with_leg.headers)
+
+
+def test_every_exchange_is_stored_byte_for_byte_and_chunk_for_chunk(pair):
+    ex = exchanges(pair.with_leg.db)
+    assert [e["n"] for e in ex] == [1, 2, 3, 4]
+    assert [e["response"]["status"] for e in ex] == [200, 503, 200, 200]
+    model = pair.with_leg.model
+    answers = [t for t in LLM_TURNS if "status" not in t]
+    for e, body in zip(ex, pair.with_leg.requests, strict=True):
+        assert e["request"]["method"] == "POST" and e["request"]["path"] == "/chat/completions"
+        # the stored copy is redacted as frames are; the rest is the body the model got
+        stored = e["request"]["request_body"]
+        assert json.loads(aligned(json.dumps(json.loads(stored), ensure_ascii=False),
+                                  json.dumps(body, ensure_ascii=False))) == \
+            json.loads(stored)
+    for e, turn in zip([e for e in ex if e["response"]["status"] == 200], answers, strict=True):
+        # what the model server wrote, one HTTP chunk per SSE event, as the agent got it
+        events = [b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n"
+                  for c in sse_chunks(turn, model)] + [b"data: [DONE]\n\n"]
+        assert e["response"]["response_body"].encode() == b"".join(events)
+        assert [size for _, size in e["response"]["chunks"]] == [len(x) for x in events]
+        times = [t for t, _ in e["response"]["chunks"]]
+        assert times == sorted(times) and e["response"]["first_byte_ms"] <= times[-1]
+    failed = ex[1]["response"]
+    assert "upstream overloaded" in failed["response_body"] and failed["chunked"] is False
+    # the retry is the same request again, as the client library's retry header says
+    assert ex[1]["request"]["request_body"] == ex[2]["request"]["request_body"]
+    assert dict(ex[2]["request"]["headers"]).get("x-stainless-retry-count") == "1"
+
+
+def test_no_api_key_in_any_stored_byte(pair):
+    key = pair.with_leg.key
+    assert key.encode() not in pair.with_leg.db.read_bytes()
+    for side in pair.with_leg.db.parent.iterdir():  # blobs, spools, notes: every file beside
+        if side.is_file():
+            assert key.encode() not in side.read_bytes(), side
+            assert not KEY_RE.search(side.read_bytes()), side
+    ex = exchanges(pair.with_leg.db)
+    assert all(e["request"]["secret_headers"] == ["Authorization"] for e in ex)
+    assert not any(k.lower() == "authorization" for e in ex for k, _ in e["request"]["headers"])
