@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,29 @@ def test_no_api_key_in_any_stored_byte(pair):
     ex = exchanges(pair.with_leg.db)
     assert all(e["request"]["secret_headers"] == ["Authorization"] for e in ex)
     assert not any(k.lower() == "authorization" for e in ex for k, _ in e["request"]["headers"])
+
+
+def test_llm_calls_gives_one_row_per_call_with_its_step_usage_and_retries(pair):
+    import subprocess
+
+    from tests.harness.replay import WIRE_PROXY
+
+    query = str(Path(WIRE_PROXY).with_name("wire-query"))
+    p = subprocess.run([query, str(pair.with_leg.db), "-f", "ndjson",
+                        "select * from llm_calls order by call"], capture_output=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr.decode()
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["call"], r["turn"], r["step"], r["statuses"], r["retries"]) for r in rows] == [
+        (1, 1, 1, [200], 0), (2, 1, 2, [503, 200], 1), (3, 1, 3, [200], 0)]
+    assert [r["finish_reason"] for r in rows] == ["tool_calls", "tool_calls", "stop"]
+    assert [(r["input_other"], r["output"], r["input_cache_read"]) for r in rows] == [
+        (600, 40, 300), (1000, 20, 0), (200, 30, 900)]
+    assert all(r["model"] == pair.with_leg.model and r["status"] == 200 for r in rows)
+    assert all(0 < r["time_to_first_token_ms"] <= r["duration_ms"] for r in rows)
+    # the usage the agent reported to the client for each step is the provider's
+    steps = subprocess.run([query, str(pair.with_leg.db), "-f", "ndjson",
+                            "select step, input_other, output from steps order by step"],
+                           capture_output=True, timeout=300)
+    assert [(s["input_other"], s["output"]) for s in map(json.loads, steps.stdout.splitlines())] \
+        == [(r["input_other"], r["output"]) for r in rows]
