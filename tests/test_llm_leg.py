@@ -111,6 +111,7 @@ def test_llm_calls_gives_one_row_per_call_with_its_step_usage_and_retries(pair):
     assert [(r["call"], r["turn"], r["step"], r["statuses"], r["retries"]) for r in rows] == [
         (1, 1, 1, [200], 0), (2, 1, 2, [503, 200], 1), (3, 1, 3, [200], 0)]
     assert [r["finish_reason"] for r in rows] == ["tool_calls", "tool_calls", "stop"]
+    assert [r["message_id"] for r in rows] == [f"chatcmpl-leg-{i}" for i in (1, 2, 3)]
     assert [(r["input_other"], r["output"], r["input_cache_read"]) for r in rows] == [
         (600, 40, 300), (1000, 20, 0), (200, 30, 900)]
     assert all(r["model"] == pair.with_leg.model and r["status"] == 200 for r in rows)
@@ -121,3 +122,64 @@ def test_llm_calls_gives_one_row_per_call_with_its_step_usage_and_retries(pair):
                            capture_output=True, timeout=300)
     assert [(s["input_other"], s["output"]) for s in map(json.loads, steps.stdout.splitlines())] \
         == [(r["input_other"], r["output"]) for r in rows]
+
+
+# -- replay: the recorded model leg served, each request compared --------------------------
+
+
+@pytest.fixture(scope="module")
+def replays(pair):
+    """The recording replayed with only the agent command (the upstream long stopped): twice as
+    recorded, then with another agent file, with --thinking, and with an AGENTS.md added."""
+    import shutil
+
+    from tests.harness.replay import parallel, run_cli
+
+    rec = pair.with_leg
+    kimi = rec.result.argv[rec.result.argv.index("--") + 1]
+    root = pair.root / "replays"
+    agents_md = root / "work-agents-md"
+    shutil.copytree(pair.work, agents_md)
+    (agents_md / "AGENTS.md").write_text("# Rules\n\nAnswer in one line.\n", encoding="utf-8")
+    cases = {"green1": ([], pair.work), "green2": ([], pair.work),
+             "okabe": (["--agent", "okabe"], pair.work), "thinking": (["--thinking"], pair.work),
+             "agents_md": ([], agents_md)}
+
+    def replay(name: str):
+        extra, cwd = cases[name]
+        home = root / f"home-{name}"
+        home.mkdir(parents=True)
+        return name, run_cli(["--json", rec.db, "--", kimi, "--config-file", rec.config, *extra,
+                              "--wire"], timeout=1200, env={"HOME": str(home)}, cwd=cwd)
+
+    return dict(parallel(replay, list(cases), workers=2))
+
+
+def _report(p) -> dict:
+    assert p.stdout.strip(), p.stderr.decode()[-3000:]
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("run", ["green1", "green2"])
+def test_replayed_green_from_the_recorded_leg_with_the_upstream_stopped(pair, replays, run):
+    p = replays[run]
+    report = _report(p)
+    assert p.returncode == 0, json.dumps(report)[-3000:] + p.stderr.decode()[-2000:]
+    assert any("recorded model leg: 4 exchange(s) (3 answered)" in n for n in report["notes"]), \
+        report["notes"]
+
+
+@pytest.mark.parametrize(("run", "part"), [
+    ("okabe", "tools: added SendDMail"),
+    ("thinking", "parameter reasoning_effort changed"),
+    ("agents_md", "system prompt changed at char "),
+])
+def test_a_change_only_the_model_sees_is_red_and_named(replays, run, part):
+    p = replays[run]
+    report = _report(p)
+    assert p.returncode == 1, json.dumps(report)[-3000:]
+    first = report["first_divergence"]
+    assert first["kind"] == "model" and first["where"] == "llm call 1", first
+    assert part in first["message"], first
+    if run == "agents_md":
+        assert "AGENTS.md" in first["message"], first

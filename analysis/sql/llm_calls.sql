@@ -1,8 +1,10 @@
 -- llm_calls: one row per model call of a session recorded with its model leg (wire-proxy --llm).
 -- The exchanges are the `llm_request`/`llm_response` lifecycle rows (recorder/llm_leg.py); one
 -- that sends the same body as the one before (the client library's retry after an error) is
--- another attempt of the same call. A call belongs to the step (and turn) of the last step
--- that began before its first request.
+-- another attempt of the same call. A call belongs to the step (and turn) whose usage names the
+-- message id the model gave (steps.message_id); else to the last step that began before its
+-- first request (the relay and the model leg are read by different threads, so that order can
+-- be off by a frame when the agent asks its model at once after announcing the step).
 WITH ex AS (
     SELECT session_id, seq, ts, method, payload FROM frames
     WHERE direction = 'proxy' AND kind = 'lifecycle' AND method IN ('llm_request', 'llm_response')
@@ -58,11 +60,16 @@ WITH ex AS (
         arg_max(upstream, n) AS upstream, arg_max(path, n) AS path
     FROM numbered GROUP BY session_id, call
 )
-SELECT c.session_id, c.call, st.turn, st.step, c.started_at, c.ended_at, c.model, c.status,
+SELECT c.session_id, c.call, coalesce(by_id.turn, st.turn) AS turn,
+    coalesce(by_id.step, st.step) AS step, c.started_at, c.ended_at, c.model, c.status,
     c.statuses, c.retries, c.finish_reason, c.time_to_first_token_ms, c.time_to_first_byte_ms,
     c.duration_ms, c.input_other, c.output, c.input_cache_read, c.input_cache_creation,
     c.message_id, c.error, c.request_bytes, c.response_bytes, c.upstream, c.path,
     c.first_exchange, c.last_exchange, c.seq
 FROM calls c
+LEFT JOIN (SELECT session_id, message_id, any_value(turn) AS turn, any_value(step) AS step
+           FROM steps WHERE message_id IS NOT NULL GROUP BY session_id, message_id
+           HAVING count(*) = 1) by_id
+    ON by_id.session_id = c.session_id AND by_id.message_id = c.message_id
 ASOF LEFT JOIN (SELECT session_id, turn, step, seq FROM steps) st
     ON st.session_id = c.session_id AND c.seq >= st.seq
