@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 class Forward(BaseHTTPRequestHandler):
     owner: ModelLeg
     protocol_version = "HTTP/1.1"
+    # a relay writes each chunk as it comes: Nagle's wait for the previous one's ACK (40 ms
+    # against a delayed ACK) would be latency the leg adds
+    disable_nagle_algorithm = True
     _conn: http.client.HTTPConnection | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
