@@ -49,12 +49,17 @@ def clean_headers(items) -> tuple[list[list[str]], list[str]]:
 
 
 def body_fields(prefix: str, data: bytes) -> dict[str, Any]:
+    """The body (text, else base64), its size and digest (the loader keeps the body itself in
+    the raw row only: the digest is what the llm_calls view compares)."""
+    import hashlib
+
+    digest = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     try:
-        return {f"{prefix}_body": data.decode("utf-8"), "bytes": len(data)}
+        return {f"{prefix}_body": data.decode("utf-8"), **digest}
     except UnicodeDecodeError:
         import base64
 
-        return {f"{prefix}_body_b64": base64.b64encode(data).decode("ascii"), "bytes": len(data)}
+        return {f"{prefix}_body_b64": base64.b64encode(data).decode("ascii"), **digest}
 
 
 def public_url(url: str) -> str:

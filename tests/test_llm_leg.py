@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.llm_leg import KEY_RE, LLM_TURNS, exchanges, record_pair
+from tests.harness.llm_leg import KEY_RE, LLM_TURNS, exchanges, payloads, record_pair
 from tests.harness.model_server import sse_chunks
 from wire_recorder.replay.agents.llm_text import aligned
 
@@ -82,6 +82,10 @@ def test_every_exchange_is_stored_byte_for_byte_and_chunk_for_chunk(pair):
     assert "upstream overloaded" in failed["response_body"] and failed["chunked"] is False
     # the retry is the same request again, as the client library's retry header says
     assert ex[1]["request"]["request_body"] == ex[2]["request"]["request_body"]
+    # the bodies are stored once: not again in the payload column, which has their digests
+    rows = payloads(pair.with_leg.db)
+    assert len(rows) == 8 and not any(k.endswith(("_body", "_body_b64")) for r in rows for k in r)
+    assert [r["sha256"] for r in rows[::2]] == [e["request"]["sha256"] for e in ex]
     assert dict(ex[2]["request"]["headers"]).get("x-stainless-retry-count") == "1"
 
 

@@ -187,7 +187,7 @@ COMMENT ON COLUMN llm_calls.turn IS 'the turn of the step the call served (NULL:
 COMMENT ON COLUMN llm_calls.step IS 'the step the call served: the last that began before its first request';
 COMMENT ON COLUMN llm_calls.started_at IS 'when its first request reached the proxy';
 COMMENT ON COLUMN llm_calls.ended_at IS 'when the answer to its last attempt ended';
-COMMENT ON COLUMN llm_calls.model IS 'the model that answered (else the one asked for)';
+COMMENT ON COLUMN llm_calls.model IS 'the model that answered, as its answer names it';
 COMMENT ON COLUMN llm_calls.status IS 'HTTP status of the last attempt (NULL: the model could not be reached)';
 COMMENT ON COLUMN llm_calls.statuses IS 'HTTP status of each attempt, in order';
 COMMENT ON COLUMN llm_calls.retries IS 'attempts before the last (the same request sent again)';

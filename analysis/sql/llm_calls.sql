@@ -12,9 +12,8 @@ WITH ex AS (
     SELECT session_id, seq, ts, CAST(payload->>'n' AS INTEGER) AS n,
         payload->>'method' AS http_method, payload->>'path' AS path,
         payload->>'upstream' AS upstream,
-        md5(coalesce(payload->>'request_body', payload->>'request_body_b64', '')) AS body_md5,
-        CAST(payload->>'bytes' AS BIGINT) AS request_bytes,
-        json_extract_string(payload->>'request_body', '$.model') AS requested_model
+        payload->>'sha256' AS body_sha256,
+        CAST(payload->>'bytes' AS BIGINT) AS request_bytes
     FROM ex WHERE method = 'llm_request'
 ), res AS (
     SELECT session_id, CAST(payload->>'n' AS INTEGER) AS n, ts AS ended_at,
@@ -35,7 +34,7 @@ WITH ex AS (
     FROM ex WHERE method = 'llm_response'
 ), attempts AS (
     SELECT req.*, res.* EXCLUDE (session_id, n),
-        CASE WHEN req.body_md5 = lag(req.body_md5) OVER w THEN 0 ELSE 1 END AS starts_call
+        CASE WHEN req.body_sha256 = lag(req.body_sha256) OVER w THEN 0 ELSE 1 END AS starts_call
     FROM req LEFT JOIN res USING (session_id, n)
     WINDOW w AS (PARTITION BY req.session_id ORDER BY req.n)
 ), numbered AS (
@@ -48,7 +47,7 @@ WITH ex AS (
         CAST(count(*) - 1 AS BIGINT) AS retries,
         list(status ORDER BY n) AS statuses,
         arg_max(status, n) AS status, arg_max(error, n) AS error,
-        coalesce(arg_max(model, n), arg_max(requested_model, n)) AS model,
+        arg_max(model, n) AS model,
         arg_max(message_id, n) AS message_id, arg_max(finish_reason, n) AS finish_reason,
         arg_max(first_token_ms, n) AS time_to_first_token_ms,
         arg_max(first_byte_ms, n) AS time_to_first_byte_ms,

@@ -74,18 +74,30 @@ def record_pair(kimi_exe, root: Path):
 
 
 def exchanges(db) -> list[dict[str, Any]]:
-    """The stored exchanges: {n, request: payload, response: payload}, in order."""
+    """The stored exchanges: {n, request: event, response: event}, in order, read from the
+    raw rows (the bodies are there only: the payload column leaves them out)."""
+    from wire_recorder.recorder.store import open_store
+
+    with open_store(str(db), read_only=True) as store:
+        (session,) = store.sessions()
+        frames = store.frames(session["session_id"], directions=("proxy",))
+    out: dict[int, dict[str, Any]] = {}
+    for f in frames:
+        if f.method in ("llm_request", "llm_response"):
+            p = json.loads(bytes(f.raw))
+            out.setdefault(p["n"], {"n": p["n"]})["request" if f.method == "llm_request"
+                                                     else "response"] = p
+    return [out[k] for k in sorted(out)]
+
+
+def payloads(db) -> list[dict[str, Any]]:
+    """The parsed payload column of the model leg's rows."""
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT method, payload FROM frames WHERE direction = 'proxy' AND "
-                           "method IN ('llm_request', 'llm_response') ORDER BY seq").fetchall()
+        rows = con.execute("SELECT payload FROM frames WHERE direction = 'proxy' AND method IN "
+                           "('llm_request', 'llm_response') ORDER BY seq").fetchall()
     finally:
         con.close()
-    out: dict[int, dict[str, Any]] = {}
-    for method, payload in rows:
-        p = json.loads(payload)
-        out.setdefault(p["n"], {"n": p["n"]})["request" if method == "llm_request"
-                                                 else "response"] = p
-    return [out[k] for k in sorted(out)]
+    return [json.loads(r[0]) for r in rows]
