@@ -156,7 +156,19 @@ def replays(pair):
         return name, run_cli(["--json", rec.db, "--", kimi, "--config-file", rec.config, *extra,
                               "--wire"], timeout=1200, env={"HOME": str(home)}, cwd=cwd)
 
-    return dict(parallel(replay, list(cases), workers=2))
+    runs = dict(parallel(replay, list(cases), workers=2))
+    # a runner's checkout at another path, the recorded work dir gone (the model cut the path
+    # to a.txt across two SSE events: the served answer names the copy's)
+    moved = root / "runner" / "checkout"
+    shutil.copytree(pair.work, moved)
+    gone = pair.root / "work-gone"
+    pair.work.rename(gone)
+    try:
+        cases["moved"] = ([], moved)
+        runs.update([replay("moved")])
+    finally:
+        gone.rename(pair.work)
+    return runs
 
 
 def _report(p) -> dict:
@@ -164,7 +176,7 @@ def _report(p) -> dict:
     return json.loads(p.stdout)
 
 
-@pytest.mark.parametrize("run", ["green1", "green2"])
+@pytest.mark.parametrize("run", ["green1", "green2", "moved"])
 def test_replayed_green_from_the_recorded_leg_with_the_upstream_stopped(pair, replays, run):
     p = replays[run]
     report = _report(p)
@@ -187,3 +199,27 @@ def test_a_change_only_the_model_sees_is_red_and_named(replays, run, part):
     assert part in first["message"], first
     if run == "agents_md":
         assert "AGENTS.md" in first["message"], first
+
+
+def test_a_path_cut_across_events_is_served_mapped_and_cut_as_recorded():
+    from tests.harness.model_server import answer, call
+    from wire_recorder.replay.agents.kimi import PathMap
+    from wire_recorder.replay.agents.llm_leg_map import mapped_chunks
+
+    rec, live = "/home/ci/build/project", "/runner/_work/p"
+    turn = answer(text=["In /home/ci/build/project/a.txt:"],
+                  calls=[call("c1", "ReadFile", ['{"path": "/home/ci/bu', 'ild/project/a.txt"}'])])
+    chunks = [b"data: " + json.dumps(c).encode() + b"\n\n" for c in sse_chunks(turn)]
+    chunks.append(b"data: [DONE]\n\n")
+    out = mapped_chunks(chunks, PathMap(rec, live))
+    assert len(out) == len(chunks)
+    events = [json.loads(c[6:]) for c in out[:-1]]
+    args = [tc["function"]["arguments"] for e in events for ch in e["choices"]
+            for tc in ch["delta"].get("tool_calls") or []]
+    assert json.loads("".join(args)) == {"path": f"{live}/a.txt"} and len(args) == 3
+    assert all(args[1:]) and live not in args[1]  # still cut mid-path
+    text = "".join(ch["delta"].get("content") or "" for e in events for ch in e["choices"])
+    assert text == f"In {live}/a.txt:"
+    unchanged = [i for i, c in enumerate(chunks) if b"/ci/bu" not in c and b"project" not in c]
+    assert len(unchanged) == len(chunks) - 3
+    assert all(out[i] == chunks[i] for i in unchanged)  # the rest byte for byte

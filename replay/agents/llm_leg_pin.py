@@ -100,10 +100,16 @@ class LegPin(LlmPin):
         self._paths = (old, new) if old and new and old != new else None
         assert self.server is not None
         if self._paths is not None:
-            a, b = (json.dumps(p)[1:-1].encode() for p in self._paths)
-            self.server.map_body = lambda body: body.replace(a, b)
+            from ..normalize import WorkDirRewrite
+            from .kimi import PathMap
+            from .llm_leg_map import mapped_chunks
+
+            rewrite, paths = WorkDirRewrite(*self._paths), PathMap(*self._paths)
+            self.server.map_body = rewrite
+            self.server.map_chunks = lambda chunks: mapped_chunks(chunks, paths)
         else:
             self.server.map_body = lambda body: body
+            self.server.map_chunks = lambda chunks: chunks
         self.server.serve(exchanges)
 
     def _map(self, text: str) -> str:

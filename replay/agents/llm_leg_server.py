@@ -36,7 +36,9 @@ class RecordedModel:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # the recorded work dir -> the live one, in a whole body and in a stream's chunks
         self.map_body: Callable[[bytes], bytes] = lambda b: b
+        self.map_chunks: Callable[[list[bytes]], list[bytes]] = lambda c: c
 
     @property
     def stand_in(self) -> str:
@@ -103,12 +105,23 @@ class _Handler(BaseHTTPRequestHandler):
         if res.get("status") is None:  # the model was not reached: nor is it now
             self.close_connection = True
             return
-        data = own.map_body(body_of(res, "response"))
+        data = body_of(res, "response")
         chunked = bool(res.get("chunked"))
         head = [f"HTTP/1.1 {int(res['status'])} {res.get('reason') or ''}\r\n".encode("latin-1")]
         for k, v in res.get("headers") or []:
             if str(k).lower() not in FRAMING:
                 head.append(f"{k}: {v}\r\n".encode("latin-1"))
+        pieces: list[bytes] = []
+        if chunked:
+            pos = 0
+            for _, size in res.get("chunks") or []:
+                pieces.append(data[pos:pos + int(size)])
+                pos += int(size)
+            if pos < len(data):
+                pieces.append(data[pos:])
+            pieces = [p for p in own.map_chunks(pieces) if p]
+        else:
+            data = own.map_body(data)
         head.append(b"Transfer-Encoding: chunked\r\n" if chunked
                     else f"Content-Length: {len(data)}\r\n".encode())
         head.append(b"\r\n")
@@ -119,17 +132,8 @@ class _Handler(BaseHTTPRequestHandler):
             if not chunked:
                 self.wfile.write(data)
                 return
-            pos = 0
-            sizes = [int(size) for _, size in res.get("chunks") or []]
-            for i, size in enumerate(sizes):
-                # the last chunk takes what a mapped body added or lost
-                piece = data[pos:pos + size] if i < len(sizes) - 1 else data[pos:]
-                pos += len(piece)
-                if piece:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            if pos < len(data):
-                rest = data[pos:]
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(rest), rest))
+            for piece in pieces:  # as recorded: one write per chunk
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
