@@ -223,3 +223,20 @@ def test_a_path_cut_across_events_is_served_mapped_and_cut_as_recorded():
     unchanged = [i for i, c in enumerate(chunks) if b"/ci/bu" not in c and b"project" not in c]
     assert len(unchanged) == len(chunks) - 3
     assert all(out[i] == chunks[i] for i in unchanged)  # the rest byte for byte
+
+
+def test_wire_show_has_a_line_per_model_exchange(pair):
+    import subprocess
+
+    from tests.harness.replay import WIRE_PROXY
+
+    show = str(Path(WIRE_PROXY).with_name("wire-show"))
+    p = subprocess.run([show, "--width", "300", str(pair.with_leg.db)], capture_output=True,
+                       timeout=300)
+    out = p.stdout.decode()
+    assert p.returncode == 0, p.stderr.decode()
+    lines = [ln.strip() for ln in out.splitlines() if "model exchange" in ln]
+    assert len(lines) == 4, out
+    assert "model exchange 1: 200 stream-model-1 tool_calls, first token " in lines[0]
+    assert "model exchange 2: 503" in lines[1]
+    assert "tokens in 1100 (cache read 900) out 30" in lines[3], lines[3]
