@@ -182,6 +182,7 @@ COMMENT ON COLUMN anomalies.byte_len IS 'the frame''s size in bytes';
 COMMENT ON VIEW llm_calls IS 'one row per model call of a session recorded with wire-proxy --llm (the attempts with the same request body are one call)';
 COMMENT ON COLUMN llm_calls.session_id IS 'the session (sessions.session_id)';
 COMMENT ON COLUMN llm_calls.name IS 'the session''s name (wire-proxy --name), NULL when it has none';
+COMMENT ON COLUMN llm_calls.protocol IS 'the session''s protocol (the stdio leg''s: the model leg is HTTP)';
 COMMENT ON COLUMN llm_calls.call IS 'the call''s number in the session, from 1';
 COMMENT ON COLUMN llm_calls.turn IS 'the turn of the step the call served (NULL: no step before it)';
 COMMENT ON COLUMN llm_calls.step IS 'the step the call served: the last that began before its first request';

@@ -59,13 +59,15 @@ WITH ex AS (
         arg_max(upstream, n) AS upstream, arg_max(path, n) AS path
     FROM numbered GROUP BY session_id, call
 )
-SELECT c.session_id, c.call, coalesce(by_id.turn, st.turn) AS turn,
+SELECT c.session_id, ses.protocol, c.call, coalesce(by_id.turn, st.turn) AS turn,
     coalesce(by_id.step, st.step) AS step, c.started_at, c.ended_at, c.model, c.status,
     c.statuses, c.retries, c.finish_reason, c.time_to_first_token_ms, c.time_to_first_byte_ms,
     c.duration_ms, c.input_other, c.output, c.input_cache_read, c.input_cache_creation,
     c.message_id, c.error, c.request_bytes, c.response_bytes, c.upstream, c.path,
     c.first_exchange, c.last_exchange, c.seq
 FROM calls c
+LEFT JOIN (SELECT session_id, any_value(protocol) AS protocol FROM sessions GROUP BY session_id) ses
+    ON ses.session_id = c.session_id
 LEFT JOIN (SELECT session_id, message_id, any_value(turn) AS turn, any_value(step) AS step
            FROM steps WHERE message_id IS NOT NULL GROUP BY session_id, message_id
            HAVING count(*) = 1) by_id
