@@ -65,7 +65,7 @@ def _execute(ws: Workspace, sql: str, unsafe: bool) -> tuple[list[str], list[tup
                              f"{first}", UNSAFE_HINT) from None
         raise QueryError(f"SQL error: {first}",
                          "views: sessions, frames, turns, steps, token_usage, tool_calls, "
-                         "requests, errors, anomalies (wire-query --help)") from None
+                         "requests, errors, anomalies, llm_calls (wire-query --help)") from None
     if cur.description is None:
         return [], []
     cols = [d[0] for d in cur.description]

@@ -140,6 +140,11 @@ class Timeline:
                 if bad:
                     self.totals.errors += 1
                 out.append(f"{t} [{'red' if bad else 'dim'}]proxy {esc(f.method)}{extra}[/]")
+            elif f.method == "llm_response":  # the model leg (wire-proxy --llm)
+                from .show_llm import llm_line
+
+                text, failed = llm_line(p)
+                out.append(f"{t} [{'yellow' if failed else 'dim'}]{esc(short(text, self.width))}[/]")
             return out
         if f.direction == "stderr":
             text = bytes(f.raw).decode("utf-8", "replace").strip()

@@ -57,7 +57,8 @@ VIEWS_VERSION = "5"
 # Creation order: each view reads only `frames`, `sessions` and the views before it. The `wr_`
 # ones are internal (documented, but their columns may change).
 VIEW_NAMES = ["wr_history", "wr_anchors", "wr_events", "wr_rpc_events", "wr_rpc", "wr_rounds",
-              "token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies"]
+              "token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies",
+              "llm_calls"]
 
 # Read several times by the other views: a workspace that materializes computes them once into
 # temp tables (empty, and so free, when no session needs them).
@@ -101,7 +102,8 @@ def view_sql(name: str, temp: bool = False, materialize: bool = False,
 
 # The views people query: each gets the session's `name` next to `session_id`, and those with
 # `history` have it false (never NULL) for the protocols that re-send none.
-PER_SESSION = ("token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies")
+PER_SESSION = ("token_usage", "steps", "turns", "requests", "tool_calls", "errors", "anomalies",
+               "llm_calls")
 WITH_HISTORY = ("token_usage", "steps", "turns", "requests", "tool_calls")
 
 

@@ -113,6 +113,9 @@ TURN_S = 0.1
 SHARED_CHECK_S = 0.5
 FINISH_WAIT_S = 120.0
 EOF_EVENTS = {"client_eof": C2A, "agent_stdout_eof": A2C, "agent_stderr_eof": STDERR}
+# the model leg's bodies (recorder/llm_leg.py) stay in the event's raw row only (the blob
+# sidecar when large), not again in its payload
+RAW_ONLY = frozenset({"request_body", "request_body_b64", "response_body", "response_body_b64"})
 AFTER_EXIT = "sent after the agent exited (never delivered)"
 
 
@@ -630,7 +633,7 @@ class Ingest:
                 self._flush_partial(s, mono, wall)
             self.ended = True
             return
-        data = {k: v for k, v in ev.items() if k != "event"}
+        data = {k: v for k, v in ev.items() if k != "event" and k not in RAW_ONLY}
         self._row(mono, wall, "proxy", payload, True,
                   Extracted("lifecycle", method=name, payload=orjson.dumps(data).decode()))
 

@@ -59,7 +59,7 @@ class ProxyOptions:
                  tags: dict[str, str] | None = None, protocol: str | None = None,
                  record: bool = True, redact: bool = True, snapshot_workdir: bool = False,
                  quiet: bool = False, loader_wait_s: float = 0.0,
-                 max_pending: int | None = None, no_loss: bool = False):
+                 max_pending: int | None = None, no_loss: bool = False, llm: bool = False):
         self.command = command
         self.db = db
         self.name = name
@@ -74,6 +74,7 @@ class ProxyOptions:
         self.loader_wait_s = loader_wait_s
         self.max_pending = max_pending
         self.no_loss = no_loss  # slow the relay down rather than drop chunks from the recording
+        self.llm = llm  # also stand between the agent and its model (recorder/llm_leg.py)
 
     def __repr__(self) -> str:
         return f"ProxyOptions({vars(self)!r})"
@@ -192,7 +193,7 @@ class _Agent:
     too), the agent starts with glibc's two internal signals (32, 33) ignored, which its own
     libc sets up again when it needs them."""
 
-    def __init__(self, command: list[str]):
+    def __init__(self, command: list[str], env=None):
         fds: list[int] = []
         try:
             for _ in range(3):
@@ -203,7 +204,7 @@ class _Agent:
                 raise _UseSubprocess
             in_r, in_w, out_r, out_w, err_r, err_w = fds
             self.pid = os.posix_spawnp(
-                command[0], command, os.environ,
+                command[0], command, os.environ if env is None else env,
                 file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
                               (os.POSIX_SPAWN_DUP2, err_w, 2)],
                 # Its own process group: signals reach it once, forwarded by us, never twice.
@@ -250,17 +251,17 @@ class _UseSubprocess(Exception):
     pass
 
 
-def _spawn(command: list[str]) -> _Agent | subprocess.Popen:
+def _spawn(command: list[str], env=None) -> _Agent | subprocess.Popen:
     if hasattr(os, "posix_spawnp"):
         try:
-            return _Agent(command)
+            return _Agent(command, env)
         except _UseSubprocess:
             pass
     import subprocess
 
     return subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        bufsize=0, process_group=0)
+        bufsize=0, process_group=0, env=env)
 
 
 class _SignalForwarder:
@@ -340,8 +341,13 @@ def run_proxy(opts: ProxyOptions) -> int:
     mono_start = time.monotonic_ns()
     started_wall_ns = time.time_ns()
     cwd = os.getcwd()
+    leg, agent_env, leg_note = None, None, None
+    if opts.llm:
+        from .llm_leg import prepare
+
+        leg, agent_env, leg_note = prepare(opts.command, os.environ)
     try:
-        proc = _spawn(opts.command)
+        proc = _spawn(opts.command, agent_env)
     except OSError as e:
         raise AgentStartError(f"cannot start {opts.command[0]!r}: {e.strerror or e}",
                         "check the command after --") from None
@@ -390,6 +396,10 @@ def run_proxy(opts: ProxyOptions) -> int:
     if writer is not None:
         writer.event("spawn", argv=opts.command, cwd=meta["cwd"], pid=proc.pid)
         note(f"recording session {session_id} into {db}")
+    if leg is not None:
+        leg.start(writer.event if writer is not None else None)
+    if leg_note:
+        note(leg_note, always=leg is None)
 
     def forward(signum: int) -> None:
         # Recorded before it is sent: a replay re-sends it before the agent's answer to it.
@@ -506,6 +516,8 @@ def run_proxy(opts: ProxyOptions) -> int:
     # delivered), then the c2a pump stops: nothing it reads later goes unrecorded.
     os.write(stop_w, b"x")
     pumps[0].join(max(0.5, deadline - time.monotonic()))
+    if leg is not None:
+        leg.stop()  # (an answer still streaming to a grandchild is cut)
 
     if writer is not None:
         writer.set_exit(code)

@@ -24,6 +24,7 @@ Examples
   wire-proxy --db session.db --name demo --tag team=ide -- kimi --wire
   wire-proxy --protocol acp --snapshot-workdir -- kimi acp
   wire-proxy --no-record -- kimi --wire
+  wire-proxy --llm -- kimi --wire
   wire-proxy recover session.db
 
 options:
@@ -41,6 +42,10 @@ options:
                      file is complete when wire-proxy returns (default 0: exit at once; the
                      loader finishes in the background and readers wait for it; a DB held by
                      another process is left to the background after 1 s)
+  --llm              also stand between the agent and its model: point the agent at a
+                     loopback endpoint, forward each request to the model of the agent's
+                     config, and record every exchange (request, streamed answer) in the
+                     session; API keys are never stored (kimi-cli)
   --no-loss          when the disk falls behind, slow the relay down instead of dropping
                      frames from the recording (by default the relay never waits)
   -q, --quiet        no notes on stderr (problems are still reported)
@@ -118,6 +123,8 @@ def parse_args(argv: list[str]):
             opts.snapshot_workdir = True
         elif arg == "--no-loss":
             opts.no_loss = True
+        elif arg == "--llm":
+            opts.llm = True
         elif name in COMPLETION_OPTIONS:
             shell = inline if eq else None
             if not eq and i + 1 < len(argv) and argv[i + 1] in SHELLS:
@@ -217,6 +224,7 @@ def _complete() -> int:
                                               help="store the work dir files too"),
         wait: float | None = typer.Option(None, "--wait", help="seconds to wait at exit"),
         no_loss: bool = typer.Option(False, "--no-loss", help="never drop frames"),
+        llm: bool = typer.Option(False, "--llm", help="record the model leg too"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no notes on stderr"),
         version: bool = typer.Option(False, "--version", help="print the version"),
     ) -> int:

@@ -1143,6 +1143,8 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
         s_argv, s_env = setup.use(rec, flags[-1], opts.write_llm_script)
         result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values,
                               own_model=setup.pin is None).run()
+        # a recorded model leg: what the agent asked its model, compared (replay/agents)
+        result.divergences[:0] = getattr(setup.pin, "divergences", list)()
         result.command = [*argv, *flags[-1]]
         for o, extra in zip(before, flags, strict=False):
             o.command = [*argv, *extra]

@@ -538,7 +538,7 @@ def test_stored_views_and_columns_are_described(samples):
         con.close()
     assert bare == []
     assert set(views) == {"turns", "steps", "token_usage", "tool_calls", "requests", "errors",
-                          "anomalies"} and all(views.values()), views
+                          "anomalies", "llm_calls"} and all(views.values()), views
 
 
 def test_stored_views_equal_workspace_views(samples):

@@ -60,6 +60,13 @@ def pin_llm(rec: Recording, argv: Sequence[str],
     """A pinned LLM for the agent that made `rec`, with its scratch folder made; None when the
     recording was not made by an agent replay can pin, or its protocol says nothing of the
     model's answers. Raises an InputError when the recording cannot yield the answers."""
+    from .llm_leg_pin import exchanges_of
+
+    recorded_leg = exchanges_of(rec)  # recorded with `wire-proxy --llm`: served as recorded
+    if recorded_leg is not None:
+        from .llm_leg_pin import pin as leg_pin
+
+        return leg_pin(rec, argv, env, recorded_leg)
     if rec.adapter.part("llm_calls") is None:
         return None
     for name in AGENTS:

@@ -88,6 +88,7 @@ class StreamingModel:
         self.model = model
         self.key = "sk-stream-" + secrets.token_hex(12)
         self.requests: list[dict[str, Any]] = []  # every chat request body, parsed
+        self.headers: list[dict[str, str]] = []  # and its headers
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -135,10 +136,12 @@ class StreamingModel:
                 f'[providers.{ALIAS}]\ntype = "openai_legacy"\nbase_url = "{self.base_url}"\n'
                 f'api_key = "{self.key}"\n')
 
-    def _take(self, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    def _take(self, body: dict[str, Any],
+              headers: dict[str, str]) -> tuple[int, dict[str, Any] | None]:
         with self._lock:
             n = len(self.requests)
             self.requests.append(body)
+            self.headers.append(headers)
             return n, (self.turns[n] if n < len(self.turns) else None)
 
 
@@ -163,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(400, "the body is not JSON")
             return
-        n, turn = self.model._take(body)
+        n, turn = self.model._take(body, dict(self.headers.items()))
         if turn is None:
             self._error(400, f"the model's script has no turn {n + 1}")
         elif "status" in turn:
