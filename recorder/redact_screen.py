@@ -1,0 +1,34 @@
+"""A first look at a whole batch of frames for the loader's bulk path (recorder/bulk.py): False
+when no redaction rule can change any frame of it, nor the joined text of the pieces streamed in
+it, so the batch is stored without a Python object per frame. True sends the batch through the
+full rules, frame by frame (recorder/redact.py stays the one definition).
+
+Each look here lets through every frame a rule can change (docs/design.md, "Redaction"): the
+same prefilter, token-shape anchors and words as `Redactor._may_match`, and the base64 rule's
+own test, run once over the batch (frames joined by newlines, which no rule matches across).
+The bulk path takes frames up to 16 KiB only, which `_may_match` clears by its prefilter.
+"""
+
+from __future__ import annotations
+
+from . import redact as _r
+from .redact import Redactor
+
+
+def may_change(redactor: Redactor, batch: bytes) -> bool:
+    if not redactor.enabled or not batch:
+        return False
+    # configured paths and patterns, and secrets replaced earlier (the fragments rule): the
+    # rules run frame by frame
+    if not redactor._fast or redactor._windows:
+        return True
+    low = batch.lower()
+    if _r._PREFILTER.search(low) is not None or _r._may_hold_shape(batch):
+        return True
+    if b"ASIA" in batch or (b"@" in batch and b"://" in batch):
+        return True
+    if redactor._extra and any(k in low for k in redactor._extra):
+        return True
+    if redactor._literal_list and redactor._has_literal(batch):
+        return True
+    return redactor._base64(batch) is not batch
