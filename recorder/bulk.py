@@ -114,7 +114,6 @@ class Bulk:
         return (cl.protocol in RULES and (cl.version is not None or cl.n >= VERSION_WINDOW)
                 and not cl._offers and ing.seq >= ing.skip_until
                 and not (ing.after_gap or ing.before_gap or ing.mid_gap)
-                and (ing.joiner is None or not ing.joiner.open)
                 and ing.store is not None)
 
     def feed(self, records) -> bool:
@@ -170,6 +169,12 @@ class Bulk:
             return False
         store = ing.store
         state: dict = {}
+        # A message the stream join holds open (frame by frame so far) is screened with the
+        # pieces that follow; when their joined text is clean, ending it here changes nothing.
+        joiner = ing.joiner
+        tail = self.tail
+        if joiner is not None and joiner.open:
+            tail = "".join(p.text for p in joiner.pieces)[-TAIL_CHARS:]
 
         def stage(st) -> None:
             c0 = time.process_time()
@@ -188,7 +193,7 @@ class Bulk:
             state["counts"] = (nrows, nbytes)
             TIMES["checks"] += time.process_time() - c0
             if (odd > 0.1 * nrows) or (redactor.enabled and may_change(
-                    redactor, (self.tail + state["pieces"]).encode("utf-8", "surrogatepass"))):
+                    redactor, (tail + state["pieces"]).encode("utf-8", "surrogatepass"))):
                 con.execute("DROP TABLE wr_stage")
                 state["bad"] = True
                 return
@@ -206,6 +211,8 @@ class Bulk:
         if state.get("bad"):
             self.fallbacks += 1
             return False
+        if joiner is not None and joiner.open:
+            joiner.settle()
         nrows, nbytes = state["counts"]
         odd = state["odd"]
         foreign, anomalies = self._anomalies(state["ids"], state["methods"], nrows - odd, seq)

@@ -18,9 +18,12 @@ from .redact import Redactor
 def may_change(redactor: Redactor, batch: bytes) -> bool:
     if not redactor.enabled or not batch:
         return False
-    # configured paths and patterns, and secrets replaced earlier (the fragments rule): the
-    # rules run frame by frame
-    if not redactor._fast or redactor._windows:
+    # configured paths and patterns: the rules run frame by frame
+    if not redactor._fast:
+        return True
+    # pieces of secrets replaced earlier, next to an ellipsis (the fragments rule; no window
+    # holds a newline, so none is found across two frames)
+    if redactor._windows and redactor._fragments(batch) is not batch:
         return True
     low = batch.lower()
     if _r._PREFILTER.search(low) is not None or _r._may_hold_shape(batch):
