@@ -17,6 +17,8 @@ the relay (the proxy's exit) to the last row, loader VmHWM, rows stored and fram
     .venv/bin/python bench/bench_loader.py --ten-million
     .venv/bin/python bench/bench_loader.py --busy       # also with a CPU burner on one core
     .venv/bin/python bench/bench_loader.py --large-values  # also 20 KB .. 600 KB frames
+    .venv/bin/python bench/bench_loader.py --recover   # also `wire-proxy recover` of a 20 MB
+                                                       # spool of tiny frames (issue 28)
 """
 
 from __future__ import annotations
@@ -120,9 +122,9 @@ def duckdb_load(frames: str, tmp: str) -> tuple[float, float, int]:
     return secs, hwm / 1024, rows
 
 
-def record(frames: str, n: int, tmp: str, name: str) -> dict:
+def record(frames: str, n: int, tmp: str, name: str, bulk: str = "1") -> dict:
     db = os.path.join(tmp, f"{name}.db")
-    env = dict(os.environ, WIRE_RECORDER_HOME=os.path.join(tmp, "home"))
+    env = dict(os.environ, WIRE_RECORDER_HOME=os.path.join(tmp, "home"), WIRE_RECORDER_BULK=bulk)
     t0 = time.perf_counter()
     with open(frames, "rb") as i, open(os.devnull, "wb") as o:
         p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--wait", "0", "--", "cat"],
@@ -157,11 +159,98 @@ def record(frames: str, n: int, tmp: str, name: str) -> dict:
             "expected": 2 * n, "db_mb": os.path.getsize(db) / 1e6, "found_loader": bool(loader)}
 
 
+TINY = b'{"jsonrpc":"2.0","method":"event","params":{"type":"StepBegin","payload":{"n":%d}}}\n'
+
+
+def recover_case(tmp: str, spool_mb: int = 20) -> bool:
+    """`wire-proxy recover` of a spool of tiny frames left by a killed proxy (issue 28: 40-78 s
+    for 20 MB), beside a plain DuckDB load of the same lines."""
+    import uuid
+
+    from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+
+    db = os.path.join(tmp, "recover.db")
+    sid = uuid.uuid4().hex
+    path = f"{db}.{sid}.spool"
+    meta = {"session_id": sid, "db": db, "name": None, "tags": {}, "command": ["cat"],
+            "cwd": tmp, "protocol": None, "started_wall_ns": time.time_ns(),
+            "mono_start_ns": time.monotonic_ns(), "proxy_version": "bench", "proxy_pid": 1,
+            "host": "bench", "quiet": True, "redact": True, "snapshot_workdir": False}
+    block = b"".join(TINY % i for i in range(1000))
+    lines = os.path.join(tmp, "tiny.ndjson")
+    w = SpoolWriter(path, meta, no_loss=True)
+    n = 0
+    with open(lines, "wb") as f:
+        while os.path.getsize(path) < spool_mb << 20:
+            for i in range(0, len(block), 4096):  # records as a relay's reads would make them
+                w.put(C2A if (i // 4096) % 2 else A2C, block[i:i + 4096])
+            f.write(block)
+            n += 1000
+    w._closed = True  # a killed proxy: no end marker  # noqa: SLF001
+    w._wake.set()  # noqa: SLF001
+    w._thread.join()  # noqa: SLF001
+    if w._map is not None:  # noqa: SLF001 - the mapping holds the spool's lock too
+        w._map.close()  # noqa: SLF001
+    os.close(w.fd)
+    size = os.path.getsize(path)
+    print(f"\n== recover: a {size / 2**20:.0f} MiB spool of {n:,} frames of {len(TINY) + 1} B")
+    secs_plain, hwm_plain, rows_plain = duckdb_load_one(lines, tmp)
+    print(f"   plain DuckDB read_json load: {rows_plain:,} rows in {secs_plain:.2f} s = "
+          f"{rows_plain / secs_plain:,.0f} rows/s, VmHWM {hwm_plain:.0f} MB")
+    import shutil
+
+    import duckdb
+
+    shutil.copy(path, path + ".copy")
+    ok = True
+    for label, bulk in (("frame by frame (WIRE_RECORDER_BULK=0)", "0"), ("in bulk", "1")):
+        if bulk == "1":
+            os.rename(db, db + ".old")
+            os.rename(path + ".copy", path)
+        env = dict(os.environ, WIRE_RECORDER_HOME=os.path.join(tmp, "home"),
+                   WIRE_RECORDER_BULK=bulk)
+        t0 = time.perf_counter()
+        p = subprocess.Popen([WIRE_PROXY, "recover", path], env=env)
+        hwm = 0
+        while p.poll() is None:
+            hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
+            time.sleep(0.01)
+        secs = time.perf_counter() - t0
+        con = duckdb.connect(db, read_only=True)
+        (rows,) = con.execute("SELECT count(*) FROM frames WHERE direction IN ('c2a', 'a2c')"
+                              ).fetchall()[0]
+        con.close()
+        print(f"   wire-proxy recover, {label}: {secs:.2f} s, {rows / secs:,.0f} rows/s "
+              f"= {(rows / secs) / (rows_plain / secs_plain):.2f}x the plain load; VmHWM "
+              f"{hwm / 1024:.0f} MB; rows {rows:,} of {n:,}; exit {p.returncode}")
+        ok = ok and rows == n and p.returncode == 0
+    os.unlink(lines)
+    return ok
+
+
+def duckdb_load_one(lines: str, tmp: str) -> tuple[float, float, int]:
+    db = os.path.join(tmp, "plain1.db")
+    p = subprocess.Popen([sys.executable, "-c", DUCKDB_LOAD, lines, db], stdout=subprocess.PIPE)
+    hwm = 0
+    while p.poll() is None:
+        hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
+        time.sleep(0.02)
+    secs = float(p.stdout.read()) if p.stdout else 0.0
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    (rows,) = con.execute("SELECT count(*) FROM f").fetchall()[0]
+    con.close()
+    os.unlink(db)
+    return secs, hwm / 1024, rows
+
+
 def burner() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool) -> bool:
+def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool,
+         frame_by_frame: bool = False) -> bool:
     frames = os.path.join(tmp, f"frames-{size}.ndjson")
     total = write_frames(frames, size, n)
     print(f"\n== {label}: {n:,} frames of {size:,} B ({total / 2**20:,.0f} MiB each way)")
@@ -178,16 +267,21 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool) -> bo
         print(f"   plain DuckDB read_json load: {rows:,} rows in {secs:.2f} s = "
               f"{rows / secs:,.0f} rows/s, VmHWM {hwm:.0f} MB")
     ok = True
-    for burn in ([False, True] if busy else [False]):
+    runs = [(burn, "1") for burn in ([False, True] if busy else [False])]
+    if frame_by_frame:  # the loader as before the bulk path, in the same run, first
+        runs.insert(0, (False, "0"))
+    for burn, bulk in runs:
         os.sync()
         b = burner() if burn else None
         try:
-            r = record(frames, n, tmp, f"{size}-{int(burn)}")
+            r = record(frames, n, tmp, f"{size}-{int(burn)}-{bulk}", bulk)
         finally:
             if b is not None:
                 b.kill()
                 b.wait()
         tag = "busy (a CPU burner on one core)" if burn else "quiet"
+        if bulk == "0":
+            tag += ", frame by frame (WIRE_RECORDER_BULK=0)"
         rate = r["rows"] / r["done_s"]
         print(f"   wire-proxy, {tag}: relay {r['relay_s']:.2f} s, recording complete at "
               f"{r['done_s']:.2f} s ({r['tail_s']:.2f} s after the relay)")
@@ -210,6 +304,12 @@ def main() -> int:
     ap.add_argument("--large-values", action="store_true",
                     help="also frames larger than a DuckDB block (20 KB, 64 KiB, 200 KB, 600 KB; "
                          "256 MiB each way, --quick 64): the loader's memory with such values")
+    ap.add_argument("--recover", action="store_true",
+                    help="also `wire-proxy recover` of a 20 MB spool of tiny frames")
+    ap.add_argument("--only-recover", action="store_true")
+    ap.add_argument("--only-small", action="store_true", help="the small frames only")
+    ap.add_argument("--frame-by-frame", action="store_true",
+                    help="small frames also loaded frame by frame (WIRE_RECORDER_BULK=0)")
     args = ap.parse_args()
     print(f"uptime: {os.getloadavg()}")
     # the loader's after-close step that writes wire-ui's index entry runs in its process too
@@ -222,8 +322,15 @@ def main() -> int:
         print(f"page cache: 512 MiB written into a new file at {first:,.0f} MB/s, over it again at "
               f"{again:,.0f} MB/s (a first write much slower: memory the VM's host took back; "
               f"default-mode bursts may then drop, counted)")
-        ok &= case("small frames", 200, small // 2, tmp, args.busy, plain=True)
-        ok &= case("2 MiB frames", 2 << 20, big_mib // 2, tmp, False, plain=False)
+        if args.recover or args.only_recover:
+            ok &= recover_case(tmp)
+        if args.only_recover:
+            print(f"\nuptime: {os.getloadavg()}")
+            return 0 if ok else 2
+        ok &= case("small frames", 200, small // 2, tmp, args.busy, plain=True,
+                   frame_by_frame=args.frame_by_frame)
+        if not args.only_small:
+            ok &= case("2 MiB frames", 2 << 20, big_mib // 2, tmp, False, plain=False)
         if args.large_values:
             each_way = (64 if args.quick else 256) << 20
             for size in (20_000, 64 << 10, 200_000, 600_000):

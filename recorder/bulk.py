@@ -21,6 +21,7 @@ differently (20+ digits).
 
 from __future__ import annotations
 
+import os
 import time
 
 from .classify import VERSION_WINDOW
@@ -97,7 +98,7 @@ INSERT = (f"INSERT INTO frames ({', '.join(COLUMNS)}) SELECT "
               "rpc_id": "rpc_id", "msg_type": "msg_type", "payload": "payload",
               "parse_error": "NULL", "known": "known", "blob_offset": "NULL",
               "anomaly": "anomaly"}[c] for c in COLUMNS)
-          + " FROM wr_stage ORDER BY seq")
+          + " FROM wr_stage")
 
 
 class Bulk:
@@ -105,6 +106,8 @@ class Bulk:
 
     def __init__(self, ing):
         self.ing = ing
+        # WIRE_RECORDER_BULK=0: every read frame by frame (bench/bench_loader.py compares)
+        self.enabled = os.environ.get("WIRE_RECORDER_BULK", "1") != "0"
         self.tail = ""  # the last streamed text of the previous bulk batch
         self.batches = self.fallbacks = 0
 
@@ -119,7 +122,7 @@ class Bulk:
     def feed(self, records) -> bool:
         """Store `records` in bulk; False (nothing changed) when the read must go frame by
         frame."""
-        if not records or not self.eligible():
+        if not records or not self.enabled or not self.eligible():
             return False
         ing = self.ing
         partial = {s: list(ing.partial[s]) for s in (C2A, A2C)}
@@ -318,7 +321,7 @@ def sql_classify(con, protocol: str, frames: list[tuple[bytes, str]]) -> list[di
                                             [wall_ts(0)] * len(texts), [0] * len(texts)])
     cols = ["seq", "ok", "kind", "method", "rpc_id", "id_is_str", "msg_type", "payload", "known",
             "piece"]
-    for row in con.execute(f"SELECT {', '.join(cols)} FROM wr_stage ORDER BY seq").fetchall():
+    for row in con.execute(f"SELECT {', '.join(cols)} FROM wr_stage").fetchall():
         d = dict(zip(cols, row, strict=True))
         if d["ok"]:
             out[d["seq"]] = d

@@ -15,6 +15,9 @@ from . import redact as _r
 from .redact import Redactor
 
 
+_WORDS = tuple(w.pattern for w in _r._GATE_WORDS)
+
+
 def may_change(redactor: Redactor, batch: bytes) -> bool:
     if not redactor.enabled or not batch:
         return False
@@ -26,7 +29,11 @@ def may_change(redactor: Redactor, batch: bytes) -> bool:
     if redactor._windows and redactor._fragments(batch) is not batch:
         return True
     low = batch.lower()
-    if _r._PREFILTER.search(low) is not None or _r._may_hold_shape(batch):
+    # the words any context rule needs (literal searches, ~0.3 ms a MiB each) before the
+    # prefilter (~20 ms a MiB): a batch with none of them is cleared without it
+    if any(w in low for w in _WORDS) and _r._PREFILTER.search(low) is not None:
+        return True
+    if _r._may_hold_shape(batch):
         return True
     if b"ASIA" in batch or (b"@" in batch and b"://" in batch):
         return True
