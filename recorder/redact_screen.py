@@ -14,7 +14,6 @@ from __future__ import annotations
 from . import redact as _r
 from .redact import Redactor
 
-
 _WORDS = tuple(w.pattern for w in _r._GATE_WORDS)
 
 
