@@ -35,6 +35,7 @@ from _common import WIRE_PROXY, make_frame, page_cache_rates  # noqa: E402
 
 TARGET_RSS_MB = 128
 TARGET_ROWS_S = 200_000
+PLAIN_CPU = [0.0]  # the CPU seconds of the last plain DuckDB load (its process, start to end)
 
 
 def _status_kb(pid: int, key: str) -> int | None:
@@ -46,6 +47,17 @@ def _status_kb(pid: int, key: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def _cpu_s(pid: int) -> float | None:
+    """The CPU seconds (user + system) a process has used so far: on a loaded machine a fairer
+    measure than its wall time."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _loader_of(pid: int) -> int | None:
@@ -94,7 +106,7 @@ t = time.perf_counter()
 con.execute("CREATE TABLE f AS SELECT * FROM read_json(?, format='newline_delimited', "
             "records=false, maximum_object_size=67108864)", [src])
 con.close()
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, time.process_time())
 """
 
 
@@ -112,13 +124,14 @@ def duckdb_load(frames: str, tmp: str) -> tuple[float, float, int]:
     while p.poll() is None:
         hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
         time.sleep(0.02)
-    secs = float(p.stdout.read()) if p.stdout else 0.0
+    secs, cpu = (float(x) for x in p.stdout.read().split()) if p.stdout else (0.0, 0.0)
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
     (rows,) = con.execute("SELECT count(*) FROM f").fetchall()[0]
     con.close()
     os.unlink(both)
+    PLAIN_CPU[0] = cpu
     return secs, hwm / 1024, rows
 
 
@@ -137,11 +150,13 @@ def record(frames: str, n: int, tmp: str, name: str, bulk: str = "1") -> dict:
                 hwm = max(hwm, _status_kb(loader, "VmHWM") or 0)
             time.sleep(0.01)
     t_relay = time.perf_counter()
+    cpu = 0.0
     while loader and os.path.exists(f"/proc/{loader}"):
         kb = _status_kb(loader, "VmHWM")
         if kb is None:  # a zombie has no memory left to read; it is done
             break
         hwm = max(hwm, kb)
+        cpu = _cpu_s(loader) or cpu
         time.sleep(0.01)
     t_done = time.perf_counter()
     import duckdb
@@ -155,7 +170,7 @@ def record(frames: str, n: int, tmp: str, name: str, bulk: str = "1") -> dict:
     (lost,) = con.execute("SELECT sum(lost_frames) FROM sessions").fetchall()[0]
     con.close()
     return {"rc": p.returncode, "relay_s": t_relay - t0, "done_s": t_done - t0,
-            "tail_s": t_done - t_relay, "hwm_mb": hwm / 1024, "rows": rows, "lost": lost,
+            "tail_s": t_done - t_relay, "hwm_mb": hwm / 1024, "cpu_s": cpu, "rows": rows, "lost": lost,
             "expected": 2 * n, "db_mb": os.path.getsize(db) / 1e6, "found_loader": bool(loader)}
 
 
@@ -182,8 +197,9 @@ def recover_case(tmp: str, spool_mb: int = 20) -> bool:
     n = 0
     with open(lines, "wb") as f:
         while os.path.getsize(path) < spool_mb << 20:
+            stream = C2A if n // 1000 % 2 else A2C  # blocks of frames each way in turn
             for i in range(0, len(block), 4096):  # records as a relay's reads would make them
-                w.put(C2A if (i // 4096) % 2 else A2C, block[i:i + 4096])
+                w.put(stream, block[i:i + 4096])
             f.write(block)
             n += 1000
     w._closed = True  # a killed proxy: no end marker  # noqa: SLF001
@@ -196,7 +212,8 @@ def recover_case(tmp: str, spool_mb: int = 20) -> bool:
     print(f"\n== recover: a {size / 2**20:.0f} MiB spool of {n:,} frames of {len(TINY) + 1} B")
     secs_plain, hwm_plain, rows_plain = duckdb_load_one(lines, tmp)
     print(f"   plain DuckDB read_json load: {rows_plain:,} rows in {secs_plain:.2f} s = "
-          f"{rows_plain / secs_plain:,.0f} rows/s, VmHWM {hwm_plain:.0f} MB")
+          f"{rows_plain / secs_plain:,.0f} rows/s, VmHWM {hwm_plain:.0f} MB; CPU "
+          f"{PLAIN_CPU[0]:.2f} s")
     import shutil
 
     import duckdb
@@ -212,8 +229,10 @@ def recover_case(tmp: str, spool_mb: int = 20) -> bool:
         t0 = time.perf_counter()
         p = subprocess.Popen([WIRE_PROXY, "recover", path], env=env)
         hwm = 0
+        cpu = 0.0
         while p.poll() is None:
             hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
+            cpu = _cpu_s(p.pid) or cpu
             time.sleep(0.01)
         secs = time.perf_counter() - t0
         con = duckdb.connect(db, read_only=True)
@@ -222,7 +241,8 @@ def recover_case(tmp: str, spool_mb: int = 20) -> bool:
         con.close()
         print(f"   wire-proxy recover, {label}: {secs:.2f} s, {rows / secs:,.0f} rows/s "
               f"= {(rows / secs) / (rows_plain / secs_plain):.2f}x the plain load; VmHWM "
-              f"{hwm / 1024:.0f} MB; rows {rows:,} of {n:,}; exit {p.returncode}")
+              f"{hwm / 1024:.0f} MB; rows {rows:,} of {n:,}; exit {p.returncode}; CPU "
+              f"{cpu:.2f} s = {PLAIN_CPU[0] / max(cpu, 1e-9):.2f}x the plain load's per row")
         ok = ok and rows == n and p.returncode == 0
     os.unlink(lines)
     return ok
@@ -235,13 +255,14 @@ def duckdb_load_one(lines: str, tmp: str) -> tuple[float, float, int]:
     while p.poll() is None:
         hwm = max(hwm, _status_kb(p.pid, "VmHWM") or 0)
         time.sleep(0.02)
-    secs = float(p.stdout.read()) if p.stdout else 0.0
+    secs, cpu = (float(x) for x in p.stdout.read().split()) if p.stdout else (0.0, 0.0)
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
     (rows,) = con.execute("SELECT count(*) FROM f").fetchall()[0]
     con.close()
     os.unlink(db)
+    PLAIN_CPU[0] = cpu
     return secs, hwm / 1024, rows
 
 
@@ -265,7 +286,8 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool,
     if plain:
         secs, hwm, rows = duckdb_load(frames, tmp)
         print(f"   plain DuckDB read_json load: {rows:,} rows in {secs:.2f} s = "
-              f"{rows / secs:,.0f} rows/s, VmHWM {hwm:.0f} MB")
+              f"{rows / secs:,.0f} rows/s, VmHWM {hwm:.0f} MB; its process's CPU "
+              f"{PLAIN_CPU[0]:.2f} s")
     ok = True
     runs = [(burn, "1") for burn in ([False, True] if busy else [False])]
     if frame_by_frame:  # the loader as before the bulk path, in the same run, first
@@ -287,6 +309,10 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool,
               f"{r['done_s']:.2f} s ({r['tail_s']:.2f} s after the relay)")
         print(f"     rows/s end to end {rate:,.0f} (target >= {TARGET_ROWS_S:,} for 200 B)"
               f"{'' if not plain else f' = {rate / (rows / secs):.2f}x the plain load'}")
+        cpu = max(r["cpu_s"], 1e-9)
+        print(f"     loader CPU {cpu:.2f} s = {r['rows'] / cpu:,.0f} rows a CPU second"
+              + ("" if not plain or not PLAIN_CPU[0] else
+                 f" = {(r['rows'] / cpu) / (rows / PLAIN_CPU[0]):.2f}x the plain load's"))
         print(f"     loader VmHWM {r['hwm_mb']:.0f} MB (target <= {TARGET_RSS_MB} MB)"
               f"{'' if r['found_loader'] else ' (loader not seen)'}; DB {r['db_mb']:.0f} MB")
         print(f"     rows {r['rows']:,} of {r['expected']:,}; lost_frames {r['lost']}; "
