@@ -25,6 +25,7 @@ import os
 import time
 
 from .classify import VERSION_WINDOW
+from .errors import DiskFull
 from .model import COLUMNS, wall_ts
 from .protocols import foreign as foreign_of
 from .protocols import get as adapter_of
@@ -237,7 +238,11 @@ class Bulk:
             TIMES["insert"] += time.process_time() - c0
 
         if not store.write(insert):
-            return False  # (not reached in practice: a full disk, the read goes again by frame)
+            # The disk filled up between the staging and the insert: the session's state has
+            # moved on already (pending ids, the frames classified in Python), so the read
+            # cannot go again frame by frame. The loader stops with the session in its spool,
+            # which recovery resumes after the last stored row.
+            raise DiskFull(f"{store.path}: the disk filled up while a batch was stored")
         # committed: the session's state moves on as `Ingest.data` would have moved it
         self.batches += 1
         self.tail = state["pieces"][-TAIL_CHARS:]
