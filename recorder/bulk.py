@@ -30,16 +30,18 @@ from .model import COLUMNS, wall_ts
 from .protocols import foreign as foreign_of
 from .protocols import get as adapter_of
 from .redact_screen import may_change
-from .rules import RULES, more_strings_at, sql_columns, sql_extract, sql_members
+from .rules import (
+    NESTED_MARKERS,
+    PIECE_PATHS,
+    RULES,
+    more_strings_at,
+    sql_columns,
+    sql_extract,
+    sql_members,
+)
 from .spool import A2C, C2A, STREAM_NAMES
 from .store import BLOCK_SIZE
 
-# where streamed pieces keep their text (recorder/protocols/*/streamed.py), one level of Wire
-# subagent events included: their joined text is screened too
-PIECE_PATHS = tuple(
-    f"$.params.payload{sub}.{p}" for sub in ("", ".event.payload")
-    for p in ("text", "think", "function.arguments", "arguments_part")
-) + ("$.params.update.content.text",)
 # What DuckDB's JSON reader takes otherwise than Python's: numbers of 20 digits or more (a double
 # in DuckDB, exact in Python), exponents of 3 digits (infinity: not JSON to Python), NaN and
 # Infinity, trailing commas (DuckDB accepts them). Frames that hold one (and the few whose
@@ -162,7 +164,7 @@ class Bulk:
             return False
         batch = b"\n".join(chunks)
         if b"initialize" in batch or b"\\ud" in batch or b"\\uD" in batch or \
-                b'"SubagentEvent"' in batch:
+                any(m in batch for m in NESTED_MARKERS):
             return False
         redactor = ing.redactor
         if redactor.enabled and may_change(redactor, batch):

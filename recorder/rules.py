@@ -2,7 +2,8 @@
 
 One table says, per in-tree protocol, which methods each side sends, which methods carry a finer
 type (and where), which carry a payload below their params (and where), and which types are
-known. It is compiled
+known (each protocol's entry is data in its own package, `protocols/<proto>/rules.py`, in
+the shape of `protocols/table.py`; the streamed pieces' paths too). It is compiled
 
 * to Python (`python_rules`): what `classify` applies to every frame, live (replay) or stored,
 * to SQL (`sql_columns`): what the loader's bulk path (`recorder/bulk.py`) applies to a batch of
@@ -19,25 +20,13 @@ member is present decides the kind and where the payload comes from.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from .protocols.acp import AGENT_METHODS as ACP_AGENT
-from .protocols.acp import CLIENT_METHODS as ACP_CLIENT
-from .protocols.mcp import (
-    CLIENT_NOTIFICATIONS as MCP_CN,
-)
-from .protocols.mcp import (
-    CLIENT_REQUESTS as MCP_CR,
-)
-from .protocols.mcp import (
-    SERVER_NOTIFICATIONS as MCP_SN,
-)
-from .protocols.mcp import (
-    SERVER_REQUESTS as MCP_SR,
-)
-from .protocols.wire import names as wire_names
+from . import protocols
+from .protocols.table import ProtocolRules
 
 # (member, kind, payload member): a message with a (string) `method` is a request when it has
 # an `id` member (even null), else a notification; then `error`, then `result`; anything else is
@@ -49,31 +38,22 @@ SHAPES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ProtocolRules:
-    name: str
-    client_methods: frozenset[str] = frozenset()
-    agent_methods: frozenset[str] = frozenset()
-    # method -> path inside `params` of its finer type (taken when it is a string)
-    typed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # method -> path inside `params` of its payload, when params is an object (else params)
-    payload_at: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # agent method -> the finer types known for it (the method alone is not enough)
-    known_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
+def _in_tree() -> dict[str, ProtocolRules]:
+    """Each in-tree protocol's entry, from its package's `rules` module."""
+    out = {}
+    for name in protocols.IN_TREE:
+        out[name] = importlib.import_module(f"{protocols.__name__}.{name}.rules").RULES
+    return out
 
 
 RULES: dict[str, ProtocolRules] = {
-    "wire": ProtocolRules(
-        "wire", wire_names.CLIENT_METHODS, wire_names.AGENT_METHODS,
-        typed={"event": ("type",), "request": ("type",)},
-        payload_at={"event": ("payload",), "request": ("payload",)},
-        known_types={"event": wire_names.EVENT_TYPES, "request": wire_names.REQUEST_TYPES}),
-    "acp": ProtocolRules(
-        "acp", ACP_CLIENT, ACP_AGENT,
-        typed={"session/update": ("update", "sessionUpdate")}),
-    "mcp": ProtocolRules("mcp", MCP_CR | MCP_CN, MCP_SR | MCP_SN),
+    **_in_tree(),
     "unknown": ProtocolRules("unknown"),  # the generic adapter: nothing is known
 }
+# the streamed pieces' paths of every protocol, and the markers of deeper nesting
+PIECE_PATHS: tuple[str, ...] = tuple(p for r in RULES.values() for p in r.pieces)
+NESTED_MARKERS: tuple[bytes, ...] = tuple(r.nested_marker for r in RULES.values()
+                                          if r.nested_marker)
 
 
 def rules_for(adapter: Any) -> ProtocolRules | None:
