@@ -25,7 +25,6 @@ import os
 import time
 
 from .classify import VERSION_WINDOW
-from .errors import DiskFull
 from .model import COLUMNS, wall_ts
 from .protocols import foreign as foreign_of
 from .protocols import get as adapter_of
@@ -221,6 +220,7 @@ class Bulk:
             joiner.settle()
         nrows, nbytes = state["counts"]
         odd = state["odd"]
+        before = self._snapshot()
         foreign, anomalies = self._anomalies(state["ids"], state["methods"], nrows - odd, seq)
 
         def insert(st) -> None:
@@ -240,11 +240,10 @@ class Bulk:
             TIMES["insert"] += time.process_time() - c0
 
         if not store.write(insert):
-            # The disk filled up between the staging and the insert: the session's state has
-            # moved on already (pending ids, the frames classified in Python), so the read
-            # cannot go again frame by frame. The loader stops with the session in its spool,
-            # which recovery resumes after the last stored row.
-            raise DiskFull(f"{store.path}: the disk filled up while a batch was stored")
+            # (the disk filled up since the staging): the read goes again frame by frame, from
+            # the session's state before it, which waits for room as before
+            self._restore(before)
+            return False
         # committed: the session's state moves on as `Ingest.data` would have moved it
         self.batches += 1
         self.tail = state["pieces"][-TAIL_CHARS:]
@@ -259,6 +258,25 @@ class Bulk:
         ing.last_mono_ns = records[-1].mono_ns
         ing.stored_in_bulk(nrows - odd, int(nbytes or 0))
         return True
+
+    def _snapshot(self) -> tuple:
+        """What `_anomalies` changes in the session's state (the frames it classifies in Python
+        are buffered as rows), to put back when the batch does not go in after all."""
+        ing = self.ing
+        cl = ing.classifier
+        return (ing.seq, len(ing.rows), ing.row_bytes, ing.large, ing.largest, ing.frame_count,
+                ing.invalid, ing.anomalies, cl.n, dict(cl.pending), cl.protocol, cl.version,
+                dict(cl._offers), None if ing.joiner is None else
+                (list(ing.joiner.pieces), ing.joiner.group, ing.joiner.size))
+
+    def _restore(self, snap: tuple) -> None:
+        ing = self.ing
+        cl = ing.classifier
+        (ing.seq, nrows, ing.row_bytes, ing.large, ing.largest, ing.frame_count, ing.invalid,
+         ing.anomalies, cl.n, cl.pending, cl.protocol, cl.version, cl._offers, joined) = snap
+        del ing.rows[nrows:]
+        if joined is not None:
+            ing.joiner.pieces, ing.joiner.group, ing.joiner.size = joined
 
     def _anomalies(self, ids: list[tuple], methods: list[str], nrows: int, last: int
                    ) -> tuple[list[tuple[str, str]], list[tuple[int, str]]]:
