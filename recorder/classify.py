@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from . import protocols
+from .rules import compiled
 
 
 @dataclass(slots=True)
@@ -230,10 +231,13 @@ def _classify_obj(obj: dict, direction: str, protocol: str | None,
         kind = "request" if has_id else "notification"
         params = obj.get("params")
         adapter = protocols.get(protocol)
-        msg_type = adapter.msg_type(method, params)
-        known = adapter.known(direction, method, msg_type) if protocol else None
+        # the rule table's Python compile for in-tree protocols (recorder/rules.py: the loader's
+        # SQL is compiled from the same table), the adapter's own methods for others
+        rules = compiled(adapter) or adapter
+        msg_type = rules.msg_type(method, params)
+        known = rules.known(direction, method, msg_type) if protocol else None
         return Extracted("invalid" if problem else kind, method, rpc_id, msg_type,
-                         dump(adapter.payload(method, params)), problem, known,
+                         dump(rules.payload(method, params)), problem, known,
                          protocols.detect(method, params, direction)
                          if detect or method == "initialize" else None,
                          id_is_str=id_is_str)

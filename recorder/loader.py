@@ -19,6 +19,7 @@ import duckdb
 import orjson
 
 from . import after_load, handoff
+from .bulk import Bulk
 from .classify import Classifier, Extracted
 from .cpu_share import watch_parent
 from .edge import PROXY, say
@@ -471,6 +472,7 @@ class Ingest:
         # a secret streamed across pieces of one message: the rows of the open message wait
         self.joiner = StreamJoin(self.redactor, lambda: self.rows,
                                  lambda: self.classifier.protocol) if self.redact else None
+        self.bulk = Bulk(self)
 
     # -- rows ---------------------------------------------------------------------------------
     def _row(self, mono: int, wall: int, direction: str, raw: bytes, newline: bool,
@@ -641,6 +643,11 @@ class Ingest:
     def full(self) -> bool:
         return len(self.rows) >= MAX_BUFFERED_ROWS or self.row_bytes >= MAX_BUFFERED_BYTES
 
+    def feed_read(self, records) -> None:
+        """One read of the spool: in bulk when it can be (recorder/bulk.py), else frame by frame."""
+        if not self.bulk.feed(records):
+            self.feed(records)
+
     def feed(self, records) -> None:
         for r in records:
             self.last_wall_ns = r.wall_ns
@@ -700,38 +707,44 @@ class Ingest:
                 self.store.without_limit()
             if not self.store.write(insert):
                 return False
-            self.since_checkpoint += len(rows)
-            self.since_checkpoint_bytes += self.row_bytes
-            self.stored_rows += len(rows)
-            self.stored_bytes += self.row_bytes
+            nbytes = self.row_bytes
             self.rows = []
             self.row_bytes = 0
             self.large = False
             self.last_flush = now
-            if self.store.shared():
-                # Another session records into this file: it gets the file after this batch
-                # (checkpointed on the way: the rows are in the file, not only in our WAL).
-                self.store.take_turns()
-                self.since_checkpoint = self.since_checkpoint_bytes = 0
-            elif self.stored_rows >= GROW_ROWS and self.store.may_grow:
-                # a long session: it goes on in a copy of its file in larger blocks (store.py
-                # LOADING_BLOCK_SIZE), checkpointed on the way
-                if self.store.grow():
-                    self.since_checkpoint = self.since_checkpoint_bytes = 0
-            elif self.since_checkpoint >= CHECKPOINT_ROWS or (
-                    self.by_bytes and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
-                # In a thread only once the relay is over: one beside it took the loader to two
-                # cores and starved the proxy's spool writer on a 2-core machine (10M small
-                # frames dropped 5-8% where in-line checkpoints dropped none).
-                if self.relay_over():
-                    self.store.in_background(self.store.checkpoint)
-                    self.since_checkpoint = self.since_checkpoint_bytes = 0
-                # (one that fails on a full disk is tried again after the next batch)
-                elif self.store.write(self.store.checkpoint):
-                    self.since_checkpoint = self.since_checkpoint_bytes = 0
+            self.stored_in_bulk(len(rows), nbytes)
         elif not self.rows:
             self.last_flush = now
         return True
+
+    def stored_in_bulk(self, nrows: int, nbytes: int) -> None:
+        """After rows went in (a batch of buffered rows, or a read stored by recorder/bulk.py):
+        take turns, grow the file or checkpoint when due."""
+        self.since_checkpoint += nrows
+        self.since_checkpoint_bytes += nbytes
+        self.stored_rows += nrows
+        self.stored_bytes += nbytes
+        if self.store.shared():
+            # Another session records into this file: it gets the file after this batch
+            # (checkpointed on the way: the rows are in the file, not only in our WAL).
+            self.store.take_turns()
+            self.since_checkpoint = self.since_checkpoint_bytes = 0
+        elif self.stored_rows >= GROW_ROWS and self.store.may_grow:
+            # a long session: it goes on in a copy of its file in larger blocks (store.py
+            # LOADING_BLOCK_SIZE), checkpointed on the way
+            if self.store.grow():
+                self.since_checkpoint = self.since_checkpoint_bytes = 0
+        elif self.since_checkpoint >= CHECKPOINT_ROWS or (
+                self.by_bytes and self.since_checkpoint_bytes >= LARGE_CHECKPOINT_BYTES):
+            # In a thread only once the relay is over: one beside it took the loader to two
+            # cores and starved the proxy's spool writer on a 2-core machine (10M small
+            # frames dropped 5-8% where in-line checkpoints dropped none).
+            if self.relay_over():
+                self.store.in_background(self.store.checkpoint)
+                self.since_checkpoint = self.since_checkpoint_bytes = 0
+            # (one that fails on a full disk is tried again after the next batch)
+            elif self.store.write(self.store.checkpoint):
+                self.since_checkpoint = self.since_checkpoint_bytes = 0
 
     # -- session row ----------------------------------------------------------------------------
     def session_values(self, end_reason: str | None) -> dict:
@@ -902,7 +915,7 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             records = (reader.read_available(READ_BYTES, final=not follow) if not ing.full
                        else [])
             if records:
-                ing.feed(records)
+                ing.feed_read(records)
                 ing.flush(behind=reader.behind)
                 quiet_since = time.monotonic()
                 if ing.ended:

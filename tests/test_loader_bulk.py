@@ -1,0 +1,131 @@
+"""The loader's bulk path (recorder/bulk.py) stores exactly what the frame-by-frame path stores:
+the same spool loaded both ways gives the same rows (raw, kind, method, id, type, payload,
+known, anomaly, parse errors, seq, times) and the same session counts, for a session that mixes
+every frame kind, frames cut across spool records, pending-id and foreign-method anomalies,
+numbers DuckDB reads otherwise, secrets (a read holding one goes frame by frame; one split
+between two streamed pieces is found by the screen of their joined text) and lifecycle events."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+
+import duckdb
+import orjson
+
+from tests.harness.frame_kinds import generated
+from wire_recorder.recorder import bulk, loader, redact
+from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+
+COLS = ("seq", "ts", "mono_ns", "direction", "raw", "newline", "byte_len", "kind", "method",
+        "rpc_id", "msg_type", "payload", "parse_error", "known", "blob_offset", "anomaly")
+SESSION = ("frame_count", "lost_frames", "lost_bytes", "protocol", "end_reason")
+REAL_FEED = bulk.Bulk.feed
+
+
+def _event(i: int, text: str = "") -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
+        "type": "ContentPart", "payload": {"type": "text", "text": f"piece {i} {text}"}}})
+
+
+SPLIT = "k-proj-AbCdEfGh0123456789AbCdEfGh0123456789xyzw"
+
+
+def _piece(text: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
+        "type": "ContentPart", "payload": {"type": "text", "text": text}}})
+
+
+def _streams() -> tuple[bytes, bytes]:
+    c2a, a2c = [], []
+    for i in range(3000):
+        a2c.append(_event(i, "x" * (i % 50)))
+        if i % 97 == 0:
+            c2a.append(orjson.dumps({"jsonrpc": "2.0", "id": i // 97 % 5, "method": "prompt",
+                                     "params": {"user_input": f"do {i}", "n": 1.5e-3}}))
+        if i % 89 == 0:
+            a2c.append(orjson.dumps({"jsonrpc": "2.0", "id": i // 89 % 4, "result": {"ok": i}}))
+        if i % 113 == 0:  # another protocol's method
+            a2c.append(orjson.dumps({"jsonrpc": "2.0", "method": "session/update",
+                                     "params": {"update": {"sessionUpdate": "plan"}}}))
+        if i == 1500:  # a read holding a secret goes frame by frame
+            a2c.append(_event(i, "Authorization: Bearer abcdefghijklmnopqrstuvwx0123"))
+        if i == 2200:  # a secret split between two streamed pieces, in neither alone
+            a2c += [_piece("here: s"), _piece(SPLIT)]
+        if i % 500 == 250:  # what Python classifies, in reads that otherwise go in bulk
+            a2c.append(b'{"jsonrpc":"2.0","method":"event","params":{"type":"ToolResult",'
+                       b'"payload":{"n":123456789012345678901234}}}')
+            c2a.append(b'{"jsonrpc":"2.0","id":"big","result":{"v":1e999}}')
+    for raw, d in generated():
+        if b"initialize" not in raw and b"\n" not in raw:
+            (c2a if d == "c2a" else a2c).append(raw)
+    for i in range(3000, 4000):
+        a2c.append(_event(i))
+    return b"".join(f + b"\n" for f in c2a), b"".join(f + b"\n" for f in a2c)
+
+
+def _spool(tmp: str, name: str) -> str:
+    db = os.path.join(tmp, f"{name}.db")
+    sid = uuid.uuid4().hex
+    path = f"{db}.{sid}.spool"
+    meta = {"session_id": sid, "db": db, "name": None, "tags": {}, "command": ["cat"],
+            "cwd": tmp, "protocol": None, "started_wall_ns": time.time_ns(),
+            "mono_start_ns": time.monotonic_ns(), "proxy_version": "test", "proxy_pid": 1,
+            "host": "h", "quiet": True, "redact": True, "snapshot_workdir": False}
+    w = SpoolWriter(path, meta, no_loss=True)
+    w.event("spawn", argv=["cat"], cwd=tmp, pid=1)
+    c2a, a2c = _streams()
+    # records cut at odd places: frames span records
+    step_c, step_a = 1777, 3001
+    for k in range(max(len(c2a) // step_c, len(a2c) // step_a) + 1):
+        if k * step_c < len(c2a):
+            w.put(C2A, c2a[k * step_c:(k + 1) * step_c])
+        if k * step_a < len(a2c):
+            w.put(A2C, a2c[k * step_a:(k + 1) * step_a])
+    w.event("exit", exit_status=0, signal=None)
+    w.close()
+    return path
+
+
+def _load(path: str, use_bulk: bool, monkeypatch) -> tuple[list, tuple, int]:
+    fed = {"bulk": 0}
+    real = REAL_FEED
+
+    def feed(self, records):
+        done = use_bulk and real(self, records)
+        fed["bulk"] += bool(done)
+        return done
+    monkeypatch.setattr(bulk.Bulk, "feed", feed)
+    monkeypatch.setattr(loader, "READ_BYTES", 16 << 10)  # many reads: most past detection
+    # one placeholder key for both loads, so their placeholders are the same
+    monkeypatch.setattr(redact.secrets, "token_bytes", lambda n: b"k" * n)
+    summary = loader.ingest_spool(path, follow=False)
+    con = duckdb.connect(summary["db"], read_only=True)
+    try:
+        rows = con.execute(f"SELECT {', '.join(COLS)} FROM frames ORDER BY seq").fetchall()
+        session = con.execute(f"SELECT {', '.join(SESSION)} FROM sessions").fetchone()
+    finally:
+        con.close()
+    os.rename(summary["db"], summary["db"] + ".done")  # the same spool loads again after
+    return rows, session, fed["bulk"]
+
+
+def test_bulk_stores_what_frame_by_frame_stores(tmp_path, monkeypatch):
+    path = _spool(str(tmp_path), "x")
+    shutil.copy(path, path + ".copy")
+    slow, slow_session, none = _load(path, False, monkeypatch)
+    os.rename(path + ".copy", path)
+    fast, fast_session, reads = _load(path, True, monkeypatch)
+    assert none == 0
+    assert reads >= 10  # most of the session went in bulk
+    assert fast_session == slow_session
+    assert len(fast) == len(slow) > 8000
+    for a, b in zip(slow, fast, strict=True):
+        assert a == b
+    kinds = {r[COLS.index("kind")] for r in fast}
+    assert {"request", "notification", "response", "error", "invalid", "lifecycle"} <= kinds
+    assert any(r[COLS.index("anomaly")] for r in fast)
+    for secret in (b"abcdefghijklmnopqrstuvwx0123", SPLIT[8:].encode()):
+        assert not any(secret in (r[COLS.index("raw")] or b"") for r in fast), secret
