@@ -2,8 +2,8 @@
 the same spool loaded both ways gives the same rows (raw, kind, method, id, type, payload,
 known, anomaly, parse errors, seq, times) and the same session counts, for a session that mixes
 every frame kind, frames cut across spool records, pending-id and foreign-method anomalies,
-numbers DuckDB reads otherwise, secrets (a read holding one goes frame by frame; one split
-between two streamed pieces is found by the screen of their joined text) and lifecycle events."""
+numbers DuckDB reads otherwise, secrets (a read holding one goes frame by frame; so does a read holding streamed pieces, so
+that one split between two pieces is found on their joined text) and lifecycle events."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ REAL_FEED = bulk.Bulk.feed
 
 
 def _event(i: int, text: str = "") -> bytes:
+    # not a streamed piece: reads holding pieces go frame by frame while redacting
     return orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
-        "type": "ContentPart", "payload": {"type": "text", "text": f"piece {i} {text}"}}})
+        "type": "StatusUpdate", "payload": {"note": f"event {i} {text}"}}})
 
 
 SPLIT = "k-proj-AbCdEfGh0123456789AbCdEfGh0123456789xyzw"
