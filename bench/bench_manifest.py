@@ -116,8 +116,10 @@ def main() -> None:
             print(f"{label:<16}{m['loader_s']:>10.2f}{m['loader_cpu_s']:>14.2f}"
                   f"{m['end_to_end_s']:>14.2f}{m['db_bytes']:>11.0f}")
         ratio = med["big"]["loader_s"] / med["empty"]["loader_s"]
-        print(f"loader time {args.files} files / empty: {ratio:.2f}x (limit 2x); "
-              f"DB {med['big']['db_bytes'] / 1000:.0f} KB (limit 256 KB)")
+        kb = med["big"]["db_bytes"] / 1000
+        print(f"loader time {args.files} files / empty: {ratio:.2f}x (limit 2x: "
+              f"{'PASS' if ratio <= 2 else 'MISS'}); DB {kb:.0f} KB (limit 256 KB: "
+              f"{'PASS' if kb <= 256 else 'MISS'})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

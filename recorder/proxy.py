@@ -455,7 +455,7 @@ def run_proxy(opts: ProxyOptions) -> int:
 
     a2c_record = recorder_for(A2C)
     if writer is not None and a2c_record is not None:
-        put_a2c, after_hangup = a2c_record, [0]
+        put, after_hangup = writer.put, [0]
 
         def a2c_record(data: bytes) -> None:
             if hung_up.is_set():
@@ -463,7 +463,7 @@ def run_proxy(opts: ProxyOptions) -> int:
                     writer.discard(A2C, data, HANGUP_GAP)
                     return
                 after_hangup[0] += len(data)
-            put_a2c(data)
+            put(A2C, data)
 
     pumps = [
         Pump("c2a", 0, agent_stdin.fileno(), recorder_for(C2A), on_eof=client_eof,

@@ -48,20 +48,24 @@ class Pump(threading.Thread):
     def run(self) -> None:
         src, dst, record = self.src_fd, self.dst_fd, self.record
         read = os.read
-        poller = None
+        poll = None
         if self.stop_fd is not None:
             poller = select.poll()
             poller.register(src, select.POLLIN)
             poller.register(self.stop_fd, select.POLLIN)
+            poll = poller.poll
         after_stop = 0
         try:
             while True:
-                if poller is not None:
-                    ready = dict(poller.poll(0 if self.stopped else None))
-                    if self.stop_fd in ready:
-                        self.stopped = True
-                    if self.stopped and (src not in ready or after_stop >= STOP_DRAIN_BYTES):
-                        break
+                if poll is not None:
+                    ready = poll(0 if self.stopped else None)
+                    # the common case, only the source ready, costs one comparison
+                    if len(ready) != 1 or ready[0][0] != src or self.stopped:
+                        fds = [fd for fd, _ in ready]
+                        if self.stop_fd in fds:
+                            self.stopped = True
+                        if self.stopped and (src not in fds or after_stop >= STOP_DRAIN_BYTES):
+                            break
                 try:
                     data = read(src, READ_SIZE)
                 except OSError as e:

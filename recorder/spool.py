@@ -244,7 +244,12 @@ class SpoolWriter:
         # per data stream, written by its relay thread only: data bytes queued so far
         self._in = [0, 0, 0]
         self._out = 0  # ...and those the writer has taken off the queue (the writer's only)
-        self._counted = [0] * 6  # bytes and newlines per data stream, as in the counters block
+        # bytes and newlines per data stream: the counters block itself (a view of the shared
+        # mapping), or a list where there is no mapping
+        self._cv: memoryview | list[int] = (
+            memoryview(self._map)[COUNTERS_OFFSET:COUNTERS_OFFSET + 48].cast("q")
+            if self._map is not None
+            else [0] * 6)
         # per data stream (its relay thread's): [chunks, bytes, newlines] dropped since the last
         # gap marker (None: none), and all dropped so far
         self._dropped: list[list[int] | None] = [None, None, None]
@@ -266,6 +271,8 @@ class SpoolWriter:
         # called from the writer thread every interval or so: True while the relay is busy,
         # False once it has been quiet for QUIET_S
         self.on_busy: Callable[[bool], None] | None = None
+        # what a relay thread calls for each chunk it moves: put(stream, data)
+        self.put: Callable[[int, bytes], None] = self._bind_put()
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
         self._thread.start()
 
@@ -287,25 +294,57 @@ class SpoolWriter:
 
     # -- called from relay threads -------------------------------------------------------------
     def _count(self, slot: int, n: int, lines: int) -> None:
-        c = self._counted
-        c[slot] += n
-        c[slot + 3] += lines
-        m = self._map
-        if m is not None:
-            _Q.pack_into(m, COUNTERS_OFFSET + 8 * slot, c[slot])
-            _Q.pack_into(m, COUNTERS_OFFSET + 24 + 8 * slot, c[slot + 3])
+        cv = self._cv
+        cv[slot] += n
+        cv[slot + 3] += lines
 
-    def put(self, stream: int, data: bytes) -> None:
-        n = len(data)
-        slot = C2A if stream == C2A_LATE else stream
-        # Counted before it is queued (and before it is relayed): whatever the process dies of,
-        # the loader can tell exactly what never reached the spool. The newline count is the
-        # one scan of the data left here (a memchr per newline: 1-7 us per 64 KiB): a chunk
-        # still queued when the proxy is SIGKILLed is gone, and with it any later count.
-        lines = newlines(data)
-        self._count(slot, n, lines)
+    def _bind_put(self) -> Callable[[int, bytes], None]:
+        """`put` as a closure over its state (cells and locals, no attribute lookups): it runs
+        once per relayed chunk, in front of the write, holding the GIL."""
+        q_append = self._q.append
+        mono = time.monotonic_ns
+        crc32 = zlib.crc32
+        salt = self.salt
         in_ = self._in
-        pending = in_[0] + in_[1] + in_[2] - self._out
+        dropped = self._dropped
+        wake = self._wake.set
+        max_pending = self.max_pending
+        help_pending = self.help_pending
+        wake_bytes = self.wake_bytes
+        count = bytes.count
+        slots = (C2A, A2C, STDERR, EVENT, C2A)  # C2A_LATE is counted as c2a
+        writer = self
+
+        def put(stream: int, data: bytes) -> None:
+            n = len(data)
+            slot = slots[stream]
+            # Counted before it is queued (and before it is relayed): whatever the process dies
+            # of, the loader can tell exactly what never reached the spool. The newline count
+            # is the one scan of the data left here: a chunk still queued when the proxy is
+            # SIGKILLed is gone, and with it any later count. (bytes.count is one C call,
+            # cheapest below a few KiB; newlines() wins on a full read.)
+            lines = count(data, b"\n") if n <= 4096 else newlines(data)
+            cv = writer._cv
+            cv[slot] += n
+            cv[slot + 3] += lines
+            pending = in_[0] + in_[1] + in_[2] - writer._out
+            if pending + n > max_pending or writer._closed or dropped[slot] is not None:
+                if not writer._put_slow(slot, n, lines, pending):
+                    return
+            # monotonic_ns right before the append: a chunk stamped in one thread can still be
+            # appended after one stamped later in another; the writer keeps the file's times in
+            # order (the order of the queue is the order things happened in)
+            q_append((stream, mono(), data,
+                      crc32(data, salt) if pending > help_pending else None))
+            in_[slot] += n
+            if pending + n > wake_bytes and not writer._woken:
+                writer._woken = True
+                wake()
+
+        return put
+
+    def _put_slow(self, slot: int, n: int, lines: int, pending: int) -> bool:
+        """put past the bound, after close, or after a drop: whether the chunk is queued."""
         if pending + n > self.max_pending or self._closed:
             if self.no_loss:
                 pending = self._wait_for_room(n)
@@ -320,18 +359,10 @@ class SpoolWriter:
                 t[0] += 1
                 t[1] += n
                 t[2] += lines
-                return
+                return False
         if self._dropped[slot] is not None:
             self._mark_dropped(slot)
-        # monotonic_ns right before the append: a chunk stamped in one thread can still be
-        # appended after one stamped later in another; the writer keeps the file's times in
-        # order (the order of the queue is the order things happened in)
-        self._q.append((stream, time.monotonic_ns(), data,
-                        zlib.crc32(data, self.salt) if pending > self.help_pending else None))
-        in_[slot] += n
-        if pending + n > self.wake_bytes and not self._woken:
-            self._woken = True
-            self._wake.set()
+        return True
 
     def _wait_for_room(self, n: int) -> int:
         """no_loss: wait until the writer has made room for n more bytes (or cannot)."""
@@ -530,6 +561,8 @@ class SpoolWriter:
         if self._map is not None:
             self._flags |= CLOSED
             _Q.pack_into(self._map, COUNTERS_OFFSET + 48, self._flags)
+            # a relay thread still putting (a grandchild of the agent) counts into a list now
+            self._cv = list(self._cv)
             try:
                 self._map.close()
             except (BufferError, ValueError):

@@ -101,3 +101,19 @@ def test_newline_count_sparse_or_dense():
              b"\n".join(b"y" * k for k in range(40)), b"z\n" * 3 + b"q" * 10]
     for data in cases:
         assert newlines(data) == data.count(b"\n")
+
+
+def test_a_chunk_put_after_close_is_counted_lost_and_leaves_the_file_alone(tmp_path):
+    """A relay thread may still put after close (a grandchild of the agent writing on): the
+    chunk is counted as lost, and the closed spool's counters block stays as it was closed
+    (the relay counts into the mapped block itself while the spool is open)."""
+    path = str(tmp_path / "s.spool")
+    writer = SpoolWriter(path, {"session_id": "t"})
+    writer.put(C2A, b"ab\n" * 10)
+    writer.put(A2C, b"x\n")
+    writer.close()
+    closed = read_counters(path)
+    assert closed == ([30, 2, 0, 10, 1, 0], None)
+    writer.put(C2A, b"late\nlate\n")
+    assert (writer.lost_chunks, writer.lost_bytes, writer.lost_frames) == (1, 10, 2)
+    assert read_counters(path) == closed
