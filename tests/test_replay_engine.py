@@ -18,14 +18,17 @@ import pytest
 
 from wire_recorder.replay.engine import actions as A
 from wire_recorder.replay.engine import events as E
+from wire_recorder.replay.engine import serve_actions as SA
+from wire_recorder.replay.engine import serve_events as SE
 from wire_recorder.replay.engine.core import HOLD_MAX_S, RACY_DELAY_CAP_S, STOP_GRACE_S, AgentEngine
 from wire_recorder.replay.engine.plan import plan_steps
 from wire_recorder.replay.engine.scheduler import Scheduler
+from wire_recorder.replay.engine.serve_walk import ServeEngine
 from wire_recorder.replay.engine.verdict import finish
 from wire_recorder.replay.recording import Recording, load
 from wire_recorder.replay.settings import ReplayOptions
 
-OUTCOMES = (E.Written, E.SignalResult, E.Killed, E.AgentExited)
+OUTCOMES = (E.Written, E.SignalResult, E.Killed, E.AgentExited, SE.Emitted)
 
 
 class Playbook:
@@ -393,4 +396,69 @@ def test_a_signal_that_could_not_be_sent_is_counted(tmp_path):
     assert pb.tick(0.2) << A.SendSignal("SIGINT")
     assert pb >> E.SignalResult(0.2, "SIGINT", False) << A.CloseInput()
     assert pb.engine.stats["signals_not_sent"] == 1 and not pb.engine.signals_sent
+
+
+# -- --serve: the engine stands in for the agent ---------------------------------------------------
+def serve(rec: Recording, tmp_path: Path, **opts: Any) -> ServePlaybook:
+    o = ReplayOptions(startup_timeout=60.0, **opts).validate()
+    eof_at = rec.eof_at if rec.eof_at is not None else len(rec.msgs)
+    return ServePlaybook(ServeEngine(rec, o, str(tmp_path), eof_at))
+
+
+class ServePlaybook(Playbook):
+    def client(self, at: float, frame: dict) -> ServePlaybook:
+        self >> SE.ClientFrame(at, int(at * 1e9), orjson.dumps(frame))
+        return self
+
+
+def emits(frame: dict) -> Callable[[Any], bool]:
+    return lambda a: isinstance(a, SA.Emit) and orjson.loads(a.raw) == frame
+
+
+def test_serve_answers_the_client_as_the_recorded_agent_did(tmp_path):
+    rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1, text("hello")),
+                               ("eof", None)])
+    pb = serve(rec, tmp_path)
+    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(30.0)
+    live_init = dict(INIT, id=7)  # the live client's own id: the response is re-addressed
+    assert pb.client(0.1, live_init) << emits(dict(INIT_OK, id=7))
+    assert pb >> SE.Emitted(0.1, "ok") << SA.AwaitClient(30.1)
+    assert pb.client(0.2, prompt(1)) << emits(event("TurnBegin", {"user_input": "hi"}))
+    for frame in (text("hello"), event("TurnEnd"), done(1)):
+        assert pb >> SE.Emitted(0.2, "ok") << emits(frame)
+    assert pb >> SE.Emitted(0.2, "ok") << SA.AwaitClient(30.2)  # for the client's EOF
+    assert pb >> SE.ClientEOF(0.3) << SA.Done()
+    pb.engine.leftovers()
+    assert pb.engine.divs == [] and pb.engine.stats == {"received": 2, "emitted": 5,
+                                                        "answers_checked": 0}
+
+
+def test_serve_reports_a_changed_answer_and_a_client_that_is_late(tmp_path):
+    lines = [("c2a", INIT), ("a2c", INIT_OK), ("c2a", prompt(1)), ("a2c", approval("rec-1")),
+             ("c2a", approve("rec-1")), ("a2c", done(1)), ("eof", None)]
+    rec = recording(tmp_path, lines)
+    pb = serve(rec, tmp_path, frame_timeout=5.0)
+    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(5.0)
+    assert pb.client(0.1, INIT) << SA.Emit >> SE.Emitted(0.1, "ok") << SA.AwaitClient(5.1)
+    assert pb.client(0.2, prompt(1)) << emits(approval("rec-1"))
+    # (the recording's order, repaired: the recorded answer came in after the prompt's response)
+    assert pb >> SE.Emitted(0.2, "ok") << emits(done(1))
+    assert pb >> SE.Emitted(0.2, "ok") << SA.AwaitClient(5.2)
+    assert pb.client(0.3, approve("rec-1", "reject")) << \
+        diverges("client", "answered", "'reject', recorded 'approve'") << SA.AwaitClient(5.3)
+    assert pb >> SE.Tick(5.3) << diverges("timeout", "waited 5s for the client to close its input") \
+        << SA.Done()
+    assert pb.engine.stopped == "client timeout"
+
+
+def test_serve_takes_an_ending_signal_as_the_end_of_the_session(tmp_path):
+    rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1), ("eof", None)])
+    pb = serve(rec, tmp_path)
+    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << SA.Emit >> SE.Emitted(0.1, "ok") << SA.AwaitClient(30.1)
+    assert pb >> SE.ClientSignal(0.2, "SIGTERM") << \
+        diverges("client", "ended the session (SIGTERM) instead of sending request prompt") \
+        << SA.Done()
+    assert pb.engine.stopped == "client ended the session early (SIGTERM)"
+    assert pb.engine.silent  # nothing more goes to a client that has left
 
