@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from wire_recorder.recorder.errors import InputError, UsageError, UserError
@@ -114,9 +114,10 @@ class _AgentReplay:
 
     def __init__(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
                  cwd: str | None, opts: ReplayOptions, values: Mapping[bytes, bytes] | None = None,
-                 own_model: bool = False):
+                 own_model: bool = False, engine: Callable[..., AgentEngine] | None = None):
+        """engine: makes the engine (default: engine_class), from the same arguments."""
         self.rec, self.argv, self.env, self.cwd, self.opts = rec, argv, env, cwd, opts
-        self.engine = self.engine_class(rec, argv, env, cwd, opts, values, own_model)
+        self.engine = (engine or self.engine_class)(rec, argv, env, cwd, opts, values, own_model)
         self.inbox: queue.Queue = queue.Queue()
         self.frames: list[LiveFrame] = []
         self.stderr_chunks: list[bytes] = []
@@ -458,7 +459,10 @@ def replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str
 
 def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[str] | None,
                     *, env: Mapping[str, str] | None, cwd: str | None, session_id: str | None,
-                    options: ReplayOptions | None, origin_files: Sequence[str]) -> ReplayResult:
+                    options: ReplayOptions | None, origin_files: Sequence[str],
+                    engine: Callable[..., AgentEngine] | None = None) -> ReplayResult:
+    """replay_session's body; `engine` makes the engine of the session's own run (a fork's),
+    not of its origins'."""
     opts = (options or ReplayOptions()).validate()
     rec = recording if isinstance(recording, Recording) else load(recording, session_id)
     if agent:
@@ -490,7 +494,7 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
             values = r.value_map
         s_argv, s_env = setup.use(rec, flags[-1], opts.write_llm_script)
         result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values,
-                              own_model=setup.pin is None).run()
+                              own_model=setup.pin is None, engine=engine).run()
         result.command = [*argv, *flags[-1]]
         for o, extra in zip(before, flags, strict=False):
             o.command = [*argv, *extra]

@@ -462,3 +462,32 @@ def test_serve_takes_an_ending_signal_as_the_end_of_the_session(tmp_path):
     assert pb.engine.stopped == "client ended the session early (SIGTERM)"
     assert pb.engine.silent  # nothing more goes to a client that has left
 
+
+# -- a fork: one recorded answer changed -----------------------------------------------------------
+def test_a_fork_gives_the_changed_answer_at_its_request_and_the_recorded_ones_elsewhere(tmp_path):
+    from wire_recorder.replay.engine.fork import ForkEngine, changed_answer, fork_point
+
+    lines = [("c2a", INIT), ("a2c", INIT_OK), ("c2a", prompt(1)),
+             ("a2c", event("TurnBegin", {"user_input": "hi"})), ("a2c", approval("rec-1")),
+             ("c2a", approve("rec-1")), ("a2c", approval("rec-2", "echo bye")),
+             ("c2a", approve("rec-2")), ("a2c", event("TurnEnd")), ("a2c", done(1)),
+             ("eof", None)]
+    rec = recording(tmp_path, lines, step_ms=100.0)
+    req = fork_point(rec, "ApprovalRequest#2")
+    assert req is fork_point(rec, "2") is fork_point(rec, "rec-2")
+    new, change = changed_answer(rec, req, "reject")
+    assert change == "response 'approve' → 'reject'"
+    eng = ForkEngine(rec, ["kimi", "--wire"], {}, str(tmp_path),
+                     ReplayOptions(startup_timeout=60.0).validate(), fork_index=req.index,
+                     answer=new)
+    pb = Playbook(eng)
+    assert pb >> E.Started(0.0, 0)
+    assert pb.tick(0) << sends("initialize") >> E.Written(0, True)
+    assert pb.agent(0.1, INIT_OK).tick(0.1) << sends("prompt") >> E.Written(0.1, True)
+    assert pb.agent(0.15, event("TurnBegin", {"user_input": "hi"}))
+    assert pb.agent(0.2, approval("live-1")) << A.ClientEffects
+    assert pb.tick(0.2) << answers("live-1", "approve") >> E.Written(0.2, True)
+    assert eng.forked_at is None
+    assert pb.agent(0.3, approval("live-2", "echo bye")) << A.ClientEffects
+    assert pb.tick(0.3) << answers("live-2", "reject") >> E.Written(0.3, True)
+    assert eng.forked_at == "turn 1" and eng.stats["forked"] == 1

@@ -312,7 +312,7 @@ class AgentEngine:
         entry = self.book.match(m, req)
         if entry is not None:
             self.stats["requests_matched"] += 1
-            ans = self.rec.answer_to(entry.msg)
+            ans = self._answer(entry.msg, m)
             if ans is not None and ans.kind == "response":
                 self._out.append(A.ClientEffects(m))
             if ans is not None:
@@ -342,6 +342,11 @@ class AgentEngine:
                                      f"{what}; answered with {'a rejection' if mode == 'reject' else 'a JSON-RPC error'}",
                                      None, None, details))
             self.scheduled.add(now, "answer", fallback_answer(m, mode))
+
+    def _answer(self, recorded: Msg, live: Msg) -> Msg | None:
+        """The recorded client's answer to `recorded`, which `live` matched (None: it left it
+        unanswered). A fork (engine.fork) gives another."""
+        return self.rec.answer_to(recorded)
 
     def _before(self, index: int) -> bool:
         """Is a client frame recorded before recorded message `index` still unsent?"""

@@ -1,0 +1,90 @@
+"""`wire-replay --fork-at REQUEST --answer CHANGE`: the recorded approve session forked at its
+ApprovalRequest with the answer `reject`, run against the real kimi (model pinned), and stored
+as a new session linked to its parent in the same .db."""
+
+from __future__ import annotations
+
+import shutil
+
+import orjson
+import pytest
+
+from tests.harness.replay import SAMPLES, assert_one_line_error, run_cli
+from wire_recorder.recorder.store import open_store
+from wire_recorder.recorder.transcript import import_transcript
+
+
+@pytest.fixture(scope="module")
+def forked(kimi_exe, tmp_path_factory):
+    root = tmp_path_factory.mktemp("fork")
+    db = root / "approve.db"
+    parent = import_transcript(str(SAMPLES / "approve_shell.jsonl"), str(db))
+    home, work = root / "home", root / "work"
+    home.mkdir()
+    work.mkdir()
+    p = run_cli([db, "--fork-at", "ApprovalRequest", "--answer", "reject", "--frame-timeout",
+                 "60", "--cwd", work, "--", str(kimi_exe), "--wire"], timeout=600,
+                env={"HOME": str(home)})
+    with open_store(str(db), read_only=True) as store:
+        sessions = {s["session_id"]: s for s in store.sessions()}
+        frames = {sid: store.frames(sid) for sid in sessions}
+    return p, parent, sessions, frames, db
+
+
+def _frames(frames, direction):
+    out = []
+    for f in frames:
+        if f.direction == direction:
+            try:
+                out.append(orjson.loads(bytes(f.raw)))
+            except orjson.JSONDecodeError:
+                pass
+    return out
+
+
+def test_the_branch_is_stored_beside_its_parent_and_linked_to_it(forked):
+    p, parent, sessions, frames, db = forked
+    out = p.stdout.decode()
+    assert p.returncode == 0, (out, p.stderr.decode())
+    assert set(sessions) == {parent, f"{parent}-fork-1"}
+    branch = sessions[f"{parent}-fork-1"]
+    tags = branch["tags"] if isinstance(branch["tags"], dict) else orjson.loads(branch["tags"])
+    assert tags["fork_of"] == parent
+    assert "ApprovalRequest" in tags["fork_at"] and "'approve' → 'reject'" in tags["fork_change"]
+    assert branch["source"] == "wire-replay"
+    assert f"branch stored as session {parent}-fork-1 in {db}" in out
+    # the parent is untouched
+    assert [m["result"]["response"] for m in _frames(frames[parent], "c2a")
+            if "request_id" in (m.get("result") or {})] == ["approve"]
+
+
+def test_the_branch_took_the_changed_answer_and_the_agent_acted_on_it(forked):
+    _, parent, _, frames, _ = forked
+    branch = frames[f"{parent}-fork-1"]
+    answers = [m for m in _frames(branch, "c2a") if "result" in m and "request_id" in
+               (m["result"] or {})]
+    assert [a["result"]["response"] for a in answers] == ["reject"]
+    events = [m["params"] for m in _frames(branch, "a2c") if m.get("method") == "event"]
+    approval = [e["payload"] for e in events if e["type"] == "ApprovalResponse"]
+    assert [a["response"] for a in approval] == ["reject"]
+    # the rejected command never ran: no tool result says it printed hello
+    results = [e["payload"]["return_value"] for e in events if e["type"] == "ToolResult"]
+    assert results and all("hello" not in (r.get("output") or "") for r in results)
+    # the parent's own run approved and ran it
+    parent_events = [m["params"] for m in _frames(frames[parent], "a2c")
+                     if m.get("method") == "event"]
+    assert any(e["type"] == "ToolResult" and "hello" in e["payload"]["return_value"]["output"]
+               for e in parent_events)
+
+
+def test_a_fork_point_that_names_no_request_is_a_usage_error(tmp_path):
+    db = tmp_path / "approve.db"
+    import_transcript(str(SAMPLES / "approve_shell.jsonl"), str(db))
+    p = run_cli([db, "--fork-at", "QuestionRequest", "--answer", "reject", "--", "kimi"])
+    assert_one_line_error(p, 2, "--fork-at", "names no agent request")
+    p = run_cli([db, "--fork-at", "1", "--answer", "{not json", "--", "kimi"])
+    assert_one_line_error(p, 2, "--answer is not valid JSON")
+    jsonl = tmp_path / "a.jsonl"
+    shutil.copy(SAMPLES / "approve_shell.jsonl", jsonl)
+    p = run_cli([jsonl, "--fork-at", "1", "--answer", "reject", "--", "kimi"])
+    assert_one_line_error(p, 2, "is not one", "-o BRANCHES.db")
