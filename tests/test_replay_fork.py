@@ -88,3 +88,33 @@ def test_a_fork_point_that_names_no_request_is_a_usage_error(tmp_path):
     shutil.copy(SAMPLES / "approve_shell.jsonl", jsonl)
     p = run_cli([jsonl, "--fork-at", "1", "--answer", "reject", "--", "kimi"])
     assert_one_line_error(p, 2, "is not one", "-o BRANCHES.db")
+
+
+def test_a_fork_with_live_llm_goes_on_with_the_agents_own_model(kimi_exe, tmp_path):
+    """--live-llm: kimi asks its own model (a streaming OpenAI-compatible server, as a real
+    provider streams) from the start; the fork applies where that model's tool call brings the
+    same ApprovalRequest, and the branch is what the live model and the changed answer made."""
+    from tests.harness.model_server import StreamingModel, answer, call
+    from tests.harness.replay import Agent
+
+    db = tmp_path / "approve.db"
+    parent = import_transcript(str(SAMPLES / "approve_shell.jsonl"), str(db))
+    model = StreamingModel([
+        answer(text=["I'll ", "run it."], calls=[call("call-1", "Shell",
+                                                     ['{"command": ', '"echo hello"}'])]),
+        answer(text=["Not run, ", "as you asked."])] + [answer(text=["done"])] * 4)
+    with model, Agent("approve_shell", tmp_root=tmp_path) as agent:
+        agent.run.config_path.write_text(model.config_toml())
+        p = run_cli([db, "--fork-at", "ApprovalRequest", "--answer", "reject", "--live-llm",
+                     "--frame-timeout", "120", *agent.cli_args()], timeout=600)
+        asked = len(model.requests)
+    out = p.stdout.decode()
+    assert p.returncode == 0, out + p.stderr.decode()
+    assert asked >= 1 and f"branch stored as session {parent}-fork-1" in out
+    with open_store(str(db), read_only=True) as store:
+        branch = store.frames(f"{parent}-fork-1")
+    events = [m["params"] for m in _frames(branch, "a2c") if m.get("method") == "event"]
+    assert [e["payload"]["response"] for e in events if e["type"] == "ApprovalResponse"] == \
+        ["reject"]
+    assert any(e["type"] == "ToolResult" and e["payload"]["return_value"]["is_error"]
+               for e in events)
