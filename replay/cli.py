@@ -155,7 +155,7 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         as_json: bool = typer.Option(d["as_json"], "--json", help="print the JSON report instead of text (stderr with --serve)"),
         quiet: bool = typer.Option(d["quiet"], "--quiet", "-q", help="only the verdict line"),
         fork_at: str | None = typer.Option(d["fork_at"], "--fork-at", help="fork the session at this agent request: N (the Nth), TYPE or TYPE#N (its type or method, as wire-show names it), or its JSON-RPC id; with --answer. The branch is stored as a new session linked to this one, in the same .db (or -o)", metavar="REQUEST"),
-        answer: str | None = typer.Option(d["answer"], "--answer", help="with --fork-at: the changed answer, a word for its response field (approve, reject, ...) or the whole result as a JSON object", metavar="CHANGE"),
+        answer: str | None = typer.Option(d["answer"], "--answer", help="with --fork-at: the changed answer, a word for its response field (approve, reject, ...) or a JSON object whose fields replace the result's", metavar="CHANGE"),
     ) -> int:
         given = locals()  # the parameters (and `call`, a free variable)
         return call(**{k: given[k] for k in ("session_file", *DEFAULTS)})

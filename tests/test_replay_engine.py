@@ -477,6 +477,9 @@ def test_a_fork_gives_the_changed_answer_at_its_request_and_the_recorded_ones_el
     assert req is fork_point(rec, "2") is fork_point(rec, "rec-2")
     new, change = changed_answer(rec, req, "reject")
     assert change == "response 'approve' → 'reject'"
+    merged, what = changed_answer(rec, req, '{"feedback": "no"}')  # fields replace the result's
+    assert merged.obj["result"] == {"request_id": "rec-2", "response": "approve",
+                                    "feedback": "no"} and what == 'feedback → "no"'
     eng = ForkEngine(rec, ["kimi", "--wire"], {}, str(tmp_path),
                      ReplayOptions(startup_timeout=60.0).validate(), fork_index=req.index,
                      answer=new)

@@ -118,3 +118,39 @@ def test_a_fork_with_live_llm_goes_on_with_the_agents_own_model(kimi_exe, tmp_pa
         ["reject"]
     assert any(e["type"] == "ToolResult" and e["payload"]["return_value"]["is_error"]
                for e in events)
+
+
+FORKS = {  # sample: (fork point, change, what the branch's tool result then says)
+    "question": ("QuestionRequest",
+                 '{"answers": {"Which database should I use?": "DuckDB (Recommended)"}}',
+                 "DuckDB"),
+    "external_tool": ("ToolCallRequest",
+                      '{"return_value": {"is_error": true, "output": "", '
+                      '"message": "no network", "display": []}}',
+                      "no network"),
+}
+
+
+def test_a_fork_at_a_question_answer_and_at_an_external_tool_result(kimi_exe, tmp_path):
+    from tests.harness.replay import parallel
+
+    def fork(name):
+        root = tmp_path / name
+        (root / "home").mkdir(parents=True)
+        (root / "work").mkdir()
+        db = root / f"{name}.db"
+        parent = import_transcript(str(SAMPLES / f"{name}.jsonl"), str(db))
+        at, change, _ = FORKS[name]
+        p = run_cli([db, "--fork-at", at, "--answer", change, "--frame-timeout", "60", "--cwd",
+                     root / "work", "--", str(kimi_exe), "--wire"], timeout=600,
+                    env={"HOME": str(root / "home")})
+        with open_store(str(db), read_only=True) as store:
+            frames = store.frames(f"{parent}-fork-1") if p.returncode == 0 else []
+        return name, (p, frames)
+
+    for name, (p, frames) in parallel(fork, list(FORKS)):
+        assert p.returncode == 0, (name, p.stdout.decode()[-3000:], p.stderr.decode())
+        events = [m["params"] for m in _frames(frames, "a2c") if m.get("method") == "event"]
+        results = [orjson.dumps(e["payload"]).decode() for e in events
+                   if e["type"] == "ToolResult"]
+        assert any(FORKS[name][2] in r for r in results), (name, results)

@@ -53,8 +53,9 @@ def _listing(reqs: list[Msg]) -> str:
 
 
 def changed_answer(rec: Recording, req: Msg, answer: str) -> tuple[Msg, str]:
-    """The recorded answer to `req` with the change `answer` applied (a JSON object: the whole
-    result; a word: the result's response field), and the change in words."""
+    """The recorded answer to `req` with the change `answer` applied (a JSON object: its fields
+    replace the result's, the ids the replay re-addresses kept; a word: the result's response
+    field), and the change in words."""
     ans = rec.answer_to(req)
     if ans is None or not isinstance(ans.obj, dict):
         raise UsageError(f"--fork-at: the recorded client never answered {describe(req)}",
@@ -63,17 +64,20 @@ def changed_answer(rec: Recording, req: Msg, answer: str) -> tuple[Msg, str]:
     text = answer.strip()
     if text.startswith("{"):
         try:
-            new = orjson.loads(text)
+            fields = orjson.loads(text)
         except orjson.JSONDecodeError:
-            raise UsageError("--answer is not valid JSON",
-                             "give the whole result as a JSON object, or one word") from None
-        what = f"result {text[:60]}"
+            fields = None
+        if not isinstance(fields, dict):
+            raise UsageError("--answer is not valid JSON: give a JSON object (the fields of the "
+                             "result to change) or one word") from None
+        new = dict(old if isinstance(old, dict) else {}, **fields)
+        what = ", ".join(f"{k} → {orjson.dumps(v).decode()[:60]}" for k, v in fields.items())
     else:
         field = next((k for k in ANSWER_WORD_FIELDS if isinstance(old, dict) and k in old), None)
         if field is None or not text:
             raise UsageError(f"--answer {text[:40]!r}: the recorded answer to {describe(req)} has "
                              f"no {' or '.join(ANSWER_WORD_FIELDS)} field to set",
-                             "give the whole result as a JSON object")
+                             "give the fields of the result to change as a JSON object")
         assert isinstance(old, dict)
         new = dict(old, **{field: text})
         what = f"{field} {old[field]!r} → {text!r}"
