@@ -239,9 +239,12 @@ class _AgentReplay:
             # Diverge, Stop, Done: the engine keeps them; the loop looks at engine.done
 
     def _agent_output(self, items: list) -> None:
+        now = time.monotonic()  # one reading for a chunk's lines: they came in one read
         for t_ns, raw, nl in items:
             self._frame("a2c", raw, nl, mono_ns=t_ns)
-            self._execute(self.engine.handle(E.AgentFrame(time.monotonic(), t_ns, raw, nl)))
+            actions = self.engine.handle(E.AgentFrame(now, t_ns, raw, nl))
+            if actions:
+                self._execute(actions)
 
     def _await_exit(self, wait: float) -> bool:
         """Wait up to `wait` s for the agent to exit (False: it has not), killing it when the
