@@ -46,10 +46,11 @@ def _help() -> str:
          "wire-replay session.db --session NAME --json -- kimi --wire",
          "wire-replay acp.jsonl --cwd WORK -- kimi acp",
          "wire-replay session.db --serve",
-         "wire-replay session.db --update -- kimi --wire"],
+         "wire-replay session.db --update -- kimi --wire",
+         "wire-replay session.db --fork-at 1 --answer reject -- kimi --wire"],
         "For MCP, \"agent\" is the server (docs/protocols.md). Exit codes: 0 the run matches the "
         "recording, 1 it diverged, 2 bad input, usage, or an agent that cannot start or dies "
-        "before answering. On a terminal, a replay running over 2 seconds shows a progress line on "
+        "before answering (--fork-at: 0 the branch is stored, 1 the fork point was never reached). On a terminal, a replay running over 2 seconds shows a progress line on "
         "stderr (turn, client frames sent, agent frames received), wiped before the report.")
 
 
@@ -113,7 +114,8 @@ DEFAULTS: dict[str, Any] = {
     "match_on": None, "ignore": [], "no_default_ignores": False,
     "on_unmatched": OnUnmatched.FAIL, "speed": 0.0, "frame_timeout": 30.0, "startup_timeout": None, "timeout": 600.0,
     "recorded_command": False, "live_llm": False, "write_llm_script": None, "cwd": None,
-    "env": [], "origin": [], "report": None, "as_json": False, "quiet": False}
+    "env": [], "origin": [], "report": None, "as_json": False, "quiet": False,
+    "fork_at": None, "answer": None}
 
 
 def typer_app(body: Callable[..., int] | None = None) -> Any:
@@ -152,6 +154,8 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         report: str | None = typer.Option(d["report"], "--report", help="also write a report: .xml JUnit, .json JSON, else text"),
         as_json: bool = typer.Option(d["as_json"], "--json", help="print the JSON report instead of text (stderr with --serve)"),
         quiet: bool = typer.Option(d["quiet"], "--quiet", "-q", help="only the verdict line"),
+        fork_at: str | None = typer.Option(d["fork_at"], "--fork-at", help="fork the session at this agent request: N (the Nth), TYPE or TYPE#N (its type or method, as wire-show names it), or its JSON-RPC id; with --answer. The branch is stored as a new session linked to this one, in the same .db (or -o)", metavar="REQUEST"),
+        answer: str | None = typer.Option(d["answer"], "--answer", help="with --fork-at: the changed answer, a word for its response field (approve, reject, ...) or a JSON object whose fields replace the result's", metavar="CHANGE"),
     ) -> int:
         given = locals()  # the parameters (and `call`, a free variable)
         return call(**{k: given[k] for k in ("session_file", *DEFAULTS)})
@@ -167,7 +171,8 @@ _VALUES = {"--session": "session", "-s": "session", "--output": "output", "-o": 
            "--match-on": "match_on", "--on-unmatched": "on_unmatched", "--speed": "speed",
            "--frame-timeout": "frame_timeout", "--startup-timeout": "startup_timeout",
            "--timeout": "timeout",
-           "--write-llm-script": "write_llm_script", "--cwd": "cwd", "--report": "report"}
+           "--write-llm-script": "write_llm_script", "--cwd": "cwd", "--report": "report",
+           "--fork-at": "fork_at", "--answer": "answer"}
 _LISTS = {"--ignore": "ignore", "--env": "env", "--origin": "origin"}
 _FLOATS = ("speed", "frame_timeout", "startup_timeout", "timeout")
 
@@ -241,9 +246,14 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
                    timeout: float, recorded_command: bool,
                    live_llm: bool, write_llm_script: str | None, cwd: str | None,
                    env: list[str], origin: list[str], report: str | None, as_json: bool,
-                   quiet: bool) -> int:
+                   quiet: bool, fork_at: str | None = None, answer: str | None = None) -> int:
     """wire-replay with its arguments parsed (by typer or `fast_args`)."""
     agent = list(agent or [])
+    if (fork_at is None) != (answer is None):
+        raise UsageError("--fork-at and --answer go together: the request to fork at, and the "
+                         "answer to give it instead of the recorded one")
+    if fork_at is not None and (serve or update):
+        raise UsageError("--fork-at runs the agent: not with --serve or --update")
     if serve and (update or agent or recorded_command):
         raise UsageError("--serve plays the agent itself: no agent command, --recorded-command "
                          "or --update with it")
@@ -258,6 +268,12 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
                          startup_timeout=startup_timeout, timeout=timeout,
                          recorded_command=recorded_command, live_llm=live_llm,
                          write_llm_script=write_llm_script).validate()
+    if fork_at is not None and answer is not None:
+        from .fork_cli import run_fork
+
+        return run_fork(session_file, opts, fork_at=fork_at, answer=answer, agent=agent,
+                        session=session, output=output, cwd=cwd, env=_env_pairs(env),
+                        origin=origin, report=report, as_json=as_json, quiet=quiet)
     return run(session_file, mode, opts, agent=agent, session=session, output=output, cwd=cwd,
                env=_env_pairs(env), origin=origin, report=report, as_json=as_json, quiet=quiet)
 

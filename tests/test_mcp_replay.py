@@ -80,10 +80,14 @@ def test_recorded_request_state_is_what_a_fresh_server_rejects(fresh):
               if m.kind == "response" and isinstance(m.payload, dict) and "requestState" in m.payload]
     assert len(states) == 3
     from wire_recorder.replay.driver import ReplayOptions, _AgentReplay
+    from wire_recorder.replay.engine import AgentEngine
 
-    class Verbatim(_AgentReplay):
+    class VerbatimEngine(AgentEngine):
         def _learn_values(self, live):  # keep the recorded values
             pass
+
+    class Verbatim(_AgentReplay):
+        engine_class = VerbatimEngine
 
     result = Verbatim(rec, demo_server("mcp2"), None, None, ReplayOptions().validate()).run()
     assert not result.ok
