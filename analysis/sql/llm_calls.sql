@@ -33,7 +33,12 @@ WITH ex AS (
         payload->>'$.summary.error' AS provider_error
     FROM ex WHERE method = 'llm_response'
 ), attempts AS (
-    SELECT req.*, res.* EXCLUDE (session_id, n),
+    -- res's columns by name: DuckDB writes an EXCLUDE list back in another order (grow_blocks)
+    SELECT req.*,
+        res.ended_at, res.status, res.first_byte_ms, res.duration_ms, res.error,
+        res.response_bytes, res.model, res.message_id, res.finish_reason, res.first_token_ms,
+        res.input_other, res.output, res.input_cache_read, res.input_cache_creation,
+        res.provider_error,
         CASE WHEN req.body_sha256 = lag(req.body_sha256) OVER w THEN 0 ELSE 1 END AS starts_call
     FROM req LEFT JOIN res USING (session_id, n)
     WINDOW w AS (PARTITION BY req.session_id ORDER BY req.n)
