@@ -93,6 +93,9 @@ def session_data(ws: Any, sid: str) -> tuple[dict, dict]:
     head["command"] = _parsed(head.get("command"))
     head["tags"] = _parsed(head.get("tags"))
     head["agent"] = agent_of(head["command"])
+    info = _rows(ws.con, sql("agent_info"), {"sid": sid})
+    if info and info[0].get("name"):  # what the agent says it is beats its command's name
+        head["agent"] = " ".join(str(v) for v in (info[0]["name"], info[0].get("version")) if v)
     return {"session": head, "counts": counts, "spans": spans, "tokens": tokens}, srow
 
 

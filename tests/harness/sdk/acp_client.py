@@ -68,7 +68,8 @@ except ImportError as e:  # pragma: no cover - depends on the interpreter
           f".peers/acp/bin/python (bash scripts/setup-peers installs it)", file=sys.stderr)
     sys.exit(2)
 
-PERMISSION_ANSWERS = ("approve", "reject", "approve_for_session", "cancelled", "cancel_turn")
+PERMISSION_ANSWERS = ("approve", "reject", "approve_for_session", "cancelled", "cancel_turn",
+                      "approve_once", "approve_always")  # the last two: Kimi Code 2.x option ids
 READ_CHUNK = 65536
 
 
