@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -215,3 +216,69 @@ def test_serve_of_the_default_recording_is_green_in_front_of_the_client(kc, tmp_
     assert r["stats"]["answers_checked"] == 9
     create = [q for p in result.prompts for q in p["requests"] if q["method"] == "terminal/create"]
     assert create[0]["params"]["command"] == "/bin/bash"
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "kimicode_tools.jsonl"
+
+
+def test_golden_sample_reads_as_the_live_recording(kc):
+    """sample_sessions/kimicode_tools.jsonl (sample_sessions/record_kimicode.py) holds the same
+    exchange as a fresh recording: the same methods and update kinds (usage_update races with
+    the next prompt: counted, not ordered), and the same views; it names no machine path."""
+    from wire_recorder.recorder.transcript import read_transcript
+
+    _, _, db, _, frames = kc
+    _, sample = read_transcript(str(SAMPLE))
+
+    def shape(fs):
+        return [(f.direction, f.kind, f.method, f.msg_type) for f in fs
+                if f.direction in ("c2a", "a2c") and f.msg_type != "available_commands_update"]
+
+    assert Counter(shape(sample)) == Counter(shape(frames))
+    text = SAMPLE.read_text()
+    assert "/tmp/" not in text and str(Path.home()) + "/" not in text
+    q = "SELECT tool_name, arguments, status, approval FROM tool_calls ORDER BY seq"
+    assert _query(SAMPLE, q) == _query(db, q)
+
+
+@dataclass
+class _Scratch:
+    """What run_acp_scenario needs of a scratch folder when no agent runs (a serve)."""
+
+    root: Path
+
+    @property
+    def workdir(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    def argv(self, **_: object) -> list[str]:
+        return []
+
+    def agent_env(self) -> dict[str, str]:
+        return {"HOME": str(self.root / "home"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+    def env(self, base: object = None) -> dict[str, str]:
+        return {**os.environ, **self.agent_env()}
+
+    def cleanup(self) -> None:
+        pass
+
+
+def test_serve_of_the_golden_sample_is_green(acp_python, tmp_path):
+    """The sample needs no Kimi Code to serve: the ACP SDK client against `wire-replay
+    kimicode_tools.jsonl --serve`, in a work dir laid out as the recorded one."""
+    report = tmp_path / "serve.json"
+    run = _Scratch(tmp_path / "run")
+    (run.root / "home").mkdir(parents=True)
+    run.workdir.mkdir()
+    (run.workdir / "notes.txt").write_text(NOTES)
+    result = run_acp_scenario(SCENARIO, run=run,  # type: ignore[arg-type]
+                              agent=[str(BIN / "wire-replay"), str(SAMPLE), "--serve",
+                                     "--report", str(report)])
+    r = orjson.loads(report.read_bytes())
+    assert r["ok"], r["divergences"]
+    assert check_acp_scenario(SCENARIO, result) == [] and result.files["out.txt"] == "hi\n"
