@@ -282,3 +282,26 @@ def test_serve_of_the_golden_sample_is_green(acp_python, tmp_path):
     r = orjson.loads(report.read_bytes())
     assert r["ok"], r["divergences"]
     assert check_acp_scenario(SCENARIO, result) == [] and result.files["out.txt"] == "hi\n"
+
+
+def test_env_list_of_terminal_create_masks_only_what_looks_secret():
+    """Kimi Code's terminal/create env list with a secret added the way a user's set-up would
+    (a token by name, a token-shaped value): those two are masked; SHELL=/bin/bash and the
+    others stay, and `/bin/bash` as the command is never touched."""
+    from wire_recorder.recorder.redact import PLACEHOLDER_RE, Redactor
+
+    r = Redactor.from_config("/", env={})  # the defaults, as wire-proxy has them
+    env = [{"name": "NO_COLOR", "value": "1"}, {"name": "TERM", "value": "dumb"},
+           {"name": "GIT_TERMINAL_PROMPT", "value": "0"}, {"name": "SHELL", "value": "/bin/bash"},
+           {"name": "GITHUB_TOKEN", "value": "not-random-but-named"},
+           {"name": "EXTRA", "value": "Zq8xW2vB7nM4kL9pR3tYa1"}]
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "terminal/create", "params": {
+        "sessionId": "session_1", "command": "/bin/bash",
+        "args": ["-c", f"cd '/w' && {BASH_COMMAND}"], "env": env, "cwd": "/w",
+        "outputByteLimit": 4194304}}
+    got = json.loads(r.redact_bytes(json.dumps(msg, separators=(",", ":")).encode()))
+    values = {e["name"]: e["value"] for e in got["params"]["env"]}
+    assert PLACEHOLDER_RE.fullmatch(values.pop("GITHUB_TOKEN").encode())
+    assert PLACEHOLDER_RE.fullmatch(values.pop("EXTRA").encode())
+    assert values == {"NO_COLOR": "1", "TERM": "dumb", "GIT_TERMINAL_PROMPT": "0", "SHELL": "/bin/bash"}
+    assert got["params"]["command"] == "/bin/bash" and got["params"]["args"] == msg["params"]["args"]
