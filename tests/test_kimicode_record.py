@@ -155,12 +155,13 @@ def test_wire_show_names_the_agent_and_its_version(kc):
 
 def test_ui_header_names_the_agent_and_its_version(kc):
     from wire_recorder.analysis.sources import open_workspace
-    from wire_recorder.analysis.ui.data import session_data
+    from wire_recorder.analysis.ui.data import agent_of, session_data
 
     _, _, db, session, _ = kc
     with open_workspace([str(db)]) as ws:
         data, _ = session_data(ws, session["session_id"])
     assert data["session"]["agent"] == "Kimi Code CLI 2.1.0"
+    assert agent_of(session["command"]) == "@moonshot-ai/kimi-code"  # the index's column
     assert data["tokens"] == []  # context fill is no per-step token count to chart
 
 

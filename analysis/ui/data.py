@@ -77,8 +77,14 @@ def agent_of(command: Any) -> str:
         return ""
     words = [os.path.basename(str(a)) for a in argv]
     if words[0].startswith(("python", "node", "uv", "npx", "bun", "deno")) and len(words) > 1:
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return rest[0] if rest else words[0]
+        rest = [str(a) for a in argv[1:] if not str(a).startswith("-")]
+        # an npm package's program is named by its package (`.../node_modules/@moonshot-ai/
+        # kimi-code/dist/main.mjs` is @moonshot-ai/kimi-code), not by its file (main.mjs)
+        _, sep, pkg = rest[0].rpartition("node_modules/") if rest else ("", "", "")
+        if sep and "/" in pkg:
+            parts = pkg.split("/")
+            return "/".join(parts[:2] if parts[0].startswith("@") else parts[:1])
+        return os.path.basename(rest[0]) if rest else words[0]
     return words[0]
 
 
