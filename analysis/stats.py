@@ -139,6 +139,7 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
     turn_rows.append(tuple(["total"] + (["", ""] if many else []) + [
         "", steps or 0, inp, i_read or 0, out or 0, total or 0, overview["cache_hit_ratio"], ""]))
     s.tables.append(Table("tokens per turn", cols, turn_rows, note))
+    _context(con, s, w, p, many)
     step("tables")
 
     tools = con.execute(f"""
@@ -175,6 +176,31 @@ def summarize(ws: Workspace, session_ids: list[str] | None = None,
     s.tables.append(Table("errors", ["source", "code", "message", "count"], errs))
     step("")
     return s
+
+
+def _context(con, s: Summary, w: str, p: list, many: bool) -> None:
+    """How full the context was after each turn, for protocols that say only that (ACP's
+    usage_update: used of size tokens), read from the token_usage view; nothing otherwise, so
+    a summary of other protocols costs no view."""
+    if not any(getattr(registry.for_session(name), "reports_context", False)
+               for name in s.overview.get("protocols", {})):
+        return
+    _materialize(con)
+    key = "session_id, name, turn" if many else "turn"
+    rows = con.execute(f"""
+        SELECT {key}, arg_max(context_tokens, seq) AS used, arg_max(max_context_tokens, seq) AS size,
+            round(arg_max(context_usage, seq), 4) AS usage
+        FROM token_usage
+        WHERE context_tokens IS NOT NULL AND total IS NULL AND NOT history
+            {w.replace(' WHERE ', ' AND ')}
+        GROUP BY ALL ORDER BY {key}""", p).fetchall()
+    if not rows:
+        return
+    s.overview["context_tokens"] = rows[-1][-3]
+    s.overview["max_context_tokens"] = rows[-1][-2]
+    s.tables.append(Table("context per turn (tokens used of the window)",
+                          (["session", "name", "turn"] if many else ["turn"])
+                          + ["used", "size", "usage"], rows))
 
 
 def _by_protocol(con, w: str, p: list) -> dict[str, dict]:
@@ -257,6 +283,9 @@ def render_summary(s: Summary, out=None) -> None:
            f"cache hit ratio [bold]{ratio}[/]"
            + (f"; subagents {o['subagent_tokens']:,}" if o["subagent_tokens"] else "") + "\n"
            if tokens else "")
+        + (f"context: [bold]{o['context_tokens']:,}[/] of {o['max_context_tokens']:,} tokens "
+           "after the last turn\n" if o.get("context_tokens") is not None
+           and o.get("max_context_tokens") is not None else "")
         + f"errors: {errors}"
         + ("\n" + _protocol_line(o["protocols"]) if o.get("protocols") else ""))
     for t in s.tables:

@@ -52,7 +52,7 @@ from wire_recorder.recorder.protocols.base import Adapter
 
 # Bump when a view changes shape or its SQL changes; stored in meta (`analysis_views`) so a file
 # says which view set it carries, and `store_views` replaces a set of another version.
-VIEWS_VERSION = "5"
+VIEWS_VERSION = "6"
 
 # Creation order: each view reads only `frames`, `sessions` and the views before it. The `wr_`
 # ones are internal (documented, but their columns may change).

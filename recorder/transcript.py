@@ -22,7 +22,9 @@ so what varies from run to run is written in a normalised form and its real valu
   placeholders, keyed per recording: renumbered in place (`REDACTED:000000000001`, ...);
 - paths: the scratch folder of the run (the top-level temp folder holding the work dir)
   `${scratch}`, else the work dir `${workdir}`, HOME `${home}`, the checkout (git top-level of the
-  writer's working directory) `${checkout}`;
+  writer's working directory) `${checkout}`, and the folder of the program an interpreter runs as
+  the agent (`node /usr/lib/node_modules/@moonshot-ai/kimi-code/dist/main.mjs acp`) `${agent}`
+  when none of those holds it;
 - process ids in the proxy's events (spawn's `pid`, a signal's `forwarded_to`): left out; the
   exit event: `{"code": N}` or `{"signal": NAME}`;
 - order and chunking: the agent's stderr races with its stdout and is read in chunks that vary;
@@ -105,8 +107,10 @@ _REDACTED_RE = re.compile(rb"(?<=REDACTED:)[0-9a-f]{12}(?![0-9a-f])")
 _TOKEN_RE = re.compile(rb'(?<="requestState":")[^"\\]+(?=")')
 _PLACEHOLDER_RE = re.compile(
     rb"\$\{(uuid[0-9]+|hex[0-9]+(?:_[0-9]+)?|token[0-9]+|id[0-9]+|scratch|workdir|home|"
-    rb"checkout)\}")
-_PATH_NAMES = ("scratch", "workdir", "home", "checkout")
+    rb"checkout|agent)\}")
+_PATH_NAMES = ("scratch", "workdir", "home", "checkout", "agent")
+# interpreters whose first path argument is the agent's program (`node .../dist/main.mjs acp`)
+_INTERPRETERS = ("node", "python", "bun", "deno")
 
 
 def _jsonable(v):
@@ -150,11 +154,25 @@ def _scratch_of(cwd: str, command: Iterable[str] = ()) -> str | None:
     return best if best != cwd else None
 
 
+def _agent_dir(command: Iterable[str]) -> str | None:
+    """The folder of the program an interpreter runs as the agent (`node /x/dist/main.mjs acp`
+    -> /x/dist): Kimi Code 2.x names its main.mjs in initialize's answer (terminal-auth)."""
+    argv = list(command)
+    if not argv or not os.path.basename(argv[0]).startswith(_INTERPRETERS):
+        return None
+    for a in argv[1:]:
+        if a.startswith("-"):
+            continue
+        return os.path.dirname(a) if os.path.isabs(a) and len(os.path.dirname(a)) > 1 else None
+    return None
+
+
 def _expansions() -> dict[str, str]:
     """What the reader puts in place of path placeholders."""
     home = os.environ.get("HOME") or os.path.expanduser("~")
     return {"scratch": os.path.join(tempfile.gettempdir(), "wire-recorder-scratch"),
-            "workdir": "/wire-recorder-workdir", "home": home, "checkout": find_checkout()}
+            "workdir": "/wire-recorder-workdir", "home": home, "checkout": find_checkout(),
+            "agent": "/wire-recorder-agent"}
 
 
 class Aliases:
@@ -210,6 +228,10 @@ class Aliases:
             found["home"] = home
         if checkout:
             found["checkout"] = checkout
+        agent = _agent_dir(command)
+        if agent and not any(agent == v.rstrip("/") or agent.startswith(v.rstrip("/") + "/")
+                             for v in found.values() if len(v.rstrip("/")) > 1):
+            found["agent"] = agent  # a machine path that no other placeholder covers
         pairs = [(v.rstrip("/"), k) for k, v in found.items() if len(v.rstrip("/")) > 1]
         pairs.sort(key=lambda p: -len(p[0]))  # a work dir wins over the HOME that holds it
         self.paths = [(re.compile(rb"(?<![A-Za-z0-9_.\-])" + re.escape(v.encode()) +

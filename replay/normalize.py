@@ -103,8 +103,9 @@ class WorkDirRewrite:
 
     def __call__(self, raw: bytes) -> bytes:
         if self.old and self.old in raw:
+            # (and single-quoted, as in the shell line Kimi Code sends: cd '<dir>' && ...)
             raw = raw.replace(self.old + b'"', self.new + b'"') \
-                .replace(self.old + b"/", self.new + b"/")
+                .replace(self.old + b"/", self.new + b"/").replace(self.old + b"'", self.new + b"'")
         return raw
 
 

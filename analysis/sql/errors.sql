@@ -47,6 +47,9 @@ WITH stderr_lines AS (
     FROM rpc_errors ASOF LEFT JOIN reqs ON rpc_errors.session_id = reqs.session_id
         AND rpc_errors.rpc_id = reqs.rpc_id AND rpc_errors.direction = reqs.answer_dir
         AND rpc_errors.seq > reqs.seq
+    -- a probe's "not found" (ACP: Kimi Code looking for AGENTS.md) is what the agent expects
+    WHERE NOT EXISTS (SELECT 1 FROM requests rq WHERE rq.session_id = rpc_errors.session_id
+                      AND rq.seq = reqs.seq AND rq.outcome = 'expected_miss')
     UNION ALL
     SELECT session_id, seq, ts, direction, source, code, message, related, rpc_id FROM (
         SELECT session_id, seq, ts, direction, rpc_id, payload->>'signal' AS exit_signal,

@@ -78,8 +78,14 @@ def agent_of(command: Any) -> str:
         return ""
     words = [os.path.basename(str(a)) for a in argv]
     if words[0].startswith(("python", "node", "uv", "npx", "bun", "deno")) and len(words) > 1:
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return rest[0] if rest else words[0]
+        rest = [str(a) for a in argv[1:] if not str(a).startswith("-")]
+        # an npm package's program is named by its package (`.../node_modules/@moonshot-ai/
+        # kimi-code/dist/main.mjs` is @moonshot-ai/kimi-code), not by its file (main.mjs)
+        _, sep, pkg = rest[0].rpartition("node_modules/") if rest else ("", "", "")
+        if sep and "/" in pkg:
+            parts = pkg.split("/")
+            return "/".join(parts[:2] if parts[0].startswith("@") else parts[:1])
+        return os.path.basename(rest[0]) if rest else words[0]
     return words[0]
 
 
@@ -94,6 +100,9 @@ def session_data(ws: Any, sid: str) -> tuple[dict, dict]:
     head["command"] = _parsed(head.get("command"))
     head["tags"] = _parsed(head.get("tags"))
     head["agent"] = agent_of(head["command"])
+    info = _rows(ws.con, sql("agent_info"), {"sid": sid})
+    if info and info[0].get("name"):  # what the agent says it is beats its command's name
+        head["agent"] = " ".join(str(v) for v in (info[0]["name"], info[0].get("version")) if v)
     return {"session": head, "counts": counts, "spans": spans, "tokens": tokens}, srow
 
 

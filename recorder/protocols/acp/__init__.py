@@ -45,6 +45,9 @@ class Acp(Adapter):
     anchor_methods = frozenset({"initialize", "authenticate", "session/new", "session/load",
                                 "session/prompt", "session/fork", "session/resume"})
     turn_methods = frozenset({"session/prompt"})
+    # Kimi Code 2.x says how full the context is (usage_update: used of size), not what a model
+    # call cost: wire-stats shows it as such (token_usage.sql)
+    reports_context = True
     turn_types = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call",
                             "tool_call_update", "plan"})
     ordered_types = CHUNKS

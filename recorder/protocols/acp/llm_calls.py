@@ -13,9 +13,11 @@ ACP says less than Wire: no steps, message ids, token usage, retries or compacti
 nothing of a subagent. Inside a `session/prompt` (history a `session/load` replays is not the
 model's), `agent_thought_chunk` is a think part, `agent_message_chunk` a text part (kimi's
 `[Notification] ...` texts are not the model's), `tool_call` a tool call (its id is the part of
-`toolCallId` after the turn's prefix, its name the title's head, its arguments the text kimi
-shows, or `rawInput`), and a `tool_call_update` that carries a title and longer argument text a
-streamed part. One call ends where a part comes after all of its tool calls have finished
+`toolCallId` after the turn's prefix (`<uuid>/`, Kimi Code's `<turn>:`), its name the title's
+head, its arguments the text kimi shows, or `rawInput`), and a `tool_call_update` that carries a
+title and longer argument text a streamed part (Kimi Code 2.x: untitled updates whose text grows
+after a `tool_call` with none). Kimi Code offers its models in `configOptions` (a select of
+category model), kimi-cli in `models`. One call ends where a part comes after all of its tool calls have finished
 (completed or failed): the next answer. A tool call to kimi's `Agent` tool (a subagent) or a
 `/compact` prompt make calls ACP does not show: they are reported as problems.
 """
@@ -25,6 +27,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from .kimi_code import split_call_id
 
 EXHAUSTED_PREFIX = "ScriptedEchoChatProvider exhausted at turn "
 _PART_UPDATES = frozenset({"agent_thought_chunk", "agent_message_chunk", "tool_call"})
@@ -109,6 +113,12 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                               for x in offered if _obj(x).get("modelId") is not None]
                 cur = _obj(result["models"]).get("currentModelId")
                 current = cur if isinstance(cur, str) else current
+            for opt in result.get("configOptions") or []:  # Kimi Code 2.x: a model select
+                if _obj(opt).get("category") == "model" and isinstance(opt.get("options"), list):
+                    models = [{"id": str(_obj(x).get("value")), "name": str(_obj(x).get("name"))}
+                              for x in opt["options"] if _obj(x).get("value") is not None]
+                    cur = opt.get("currentValue")
+                    current = cur if isinstance(cur, str) else current
             if key in prompts and m.kind == "error" and method == "session/prompt":
                 err = _obj(_obj(m.obj).get("error"))
                 data = err.get("data")
@@ -142,7 +152,8 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
         elif kind == "tool_call":
             c = current_call(frame)
             acp_id = str(update.get("toolCallId") or "")
-            _prefix, sep, call_id = acp_id.partition("/")
+            split = split_call_id(acp_id)
+            sep, call_id = (True, split[1]) if split else (False, acp_id)
             title = update.get("title") if isinstance(update.get("title"), str) else ""
             name = title.split(": ", 1)[0] if title else None
             args = _text_of(update.get("content"))
@@ -151,7 +162,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             c["parts"].append({"type": "tool_call", "id": call_id if sep else acp_id,
                                "name": name, "arguments": args, "extras": None,
                                "frame": frame})
-            tools[acp_id] = {"args": args or "", "done": False}
+            tools[acp_id] = {"args": args or "", "done": False, "streams": False}
             if not sep:
                 c["problem"] = c["problem"] or f"tool call id {acp_id!r} has no turn prefix"
             if not name:
@@ -166,11 +177,15 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 continue
             status = update.get("status")
             shown = _text_of(update.get("content"))
-            if status == "in_progress" and "title" in update and shown is not None and \
+            # kimi-cli retitles a call as its arguments grow; Kimi Code 2.x streams them as the
+            # text of untitled updates after a tool_call with none
+            streamed = "title" in update or t["streams"] or not t["args"]
+            if status == "in_progress" and streamed and shown is not None and \
                     shown != t["args"] and shown.startswith(t["args"]) and call is not None:
                 call["parts"].append({"type": "tool_call_part",
                                       "arguments_part": shown[len(t["args"]):], "frame": frame})
                 t["args"] = shown
+                t["streams"] = t["streams"] or "title" not in update
             if status in _DONE:
                 t["done"] = True
     for c in calls:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..render import RpcRenderer, esc, fmt_ms, initialized, short
 from ..text import as_dict
 from . import labels
+from .kimi_code import is_probe
 
 if TYPE_CHECKING:
     from ...model import Frame
@@ -36,6 +37,15 @@ class AcpTimeline(RpcRenderer):
             piece = f"[{content.get('type')}]"
         return kind, piece
 
+
+    def client_answer(self, f: Frame, t: str, p: dict) -> list[str]:
+        pending = self.agent_reqs.get(f.rpc_id) or []
+        req = pending[-1] if pending else None
+        if f.kind == "error" and req is not None and is_probe(req[0], req[2]):
+            super().client_answer(f, t, p)  # its wait counts, its error line is not one
+            return [f"{t}      [dim]< client answered {esc(req[0])}: not found "
+                    f"(expected: the agent only looks whether it exists)[/]"]
+        return super().client_answer(f, t, p)
 
     def client_request(self, f: Frame, t: str, p: dict) -> list[str]:
         if f.method == "session/prompt":
@@ -135,6 +145,10 @@ class AcpTimeline(RpcRenderer):
             return [f"{t}   [dim]available commands: {len(u.get('availableCommands') or [])}[/]"]
         if mt == "current_mode_update":
             return [f"{t}   [dim]mode {esc(u.get('currentModeId'))}[/]"]
+        if mt == "usage_update":  # Kimi Code 2.x: how full the context is, after each prompt
+            return [f"{t}   [dim]context: {esc(u.get('used'))} of {esc(u.get('size'))} tokens used[/]"]
+        if mt == "session_info_update":
+            return [f"{t}   [dim]session title: {esc(short(u.get('title'), self.width))}[/]"]
         return [f"{t}   [dim]session/update {esc(mt)}[/]"]
 
     def summary(self) -> list[str]:

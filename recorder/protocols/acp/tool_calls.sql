@@ -31,7 +31,15 @@ WITH acp_updates AS MATERIALIZED (
         min(seq) FILTER (WHERE tool_status IN ('completed', 'failed')) AS end_seq,
         arg_max(tool_status, seq) FILTER (WHERE tool_status IS NOT NULL) AS last_status,
         arg_max(title, seq) FILTER (WHERE title IS NOT NULL) AS last_title,
-        arg_max(tool_kind, seq) FILTER (WHERE tool_kind IS NOT NULL) AS last_kind
+        arg_max(tool_kind, seq) FILTER (WHERE tool_kind IS NOT NULL) AS last_kind,
+        -- Kimi Code 2.x: the arguments come later, streamed as the text of untitled
+        -- in_progress updates, then whole as `rawInput`
+        arg_min((upd->'rawInput')::VARCHAR, seq) FILTER (WHERE (upd->'rawInput') IS NOT NULL)
+            AS raw_input,
+        arg_max(array_to_string(json_extract_string(upd, '$.content[*].content.text'), ''), seq)
+            FILTER (WHERE tool_status = 'in_progress' AND title IS NULL
+                    AND len(json_extract_string(upd, '$.content[*].content.text')) > 0)
+            AS streamed_input
     FROM acp_later GROUP BY ALL
 ), appr AS (
     -- the first permission request for each tool call of a turn
@@ -43,10 +51,11 @@ WITH acp_updates AS MATERIALIZED (
 ), acp_tool_calls AS (
     SELECT acp_starts.session_id, 'acp' AS protocol, acp_starts.turn,
         acp_starts.tcid AS tool_call_id,
-        wr_acp_tool_name(coalesce(acp_agg.last_title, acp_starts.title),
+        wr_acp_call_name(acp_starts.title, coalesce(acp_agg.last_title, acp_starts.title),
                          coalesce(acp_agg.last_kind, acp_starts.tool_kind)) AS tool_name,
         coalesce((acp_starts.upd->'rawInput')::VARCHAR,
-                 nullif(array_to_string(json_extract_string(acp_starts.upd, '$.content[*].content.text'), ''), ''))
+                 nullif(array_to_string(json_extract_string(acp_starts.upd, '$.content[*].content.text'), ''), ''),
+                 acp_agg.raw_input, nullif(acp_agg.streamed_input, ''))
             AS arguments,
         acp_starts.ts AS started_at, acp_end.ts AS finished_at,
         (acp_end.mono_ns - acp_starts.mono_ns) / 1e6 AS duration_ms,
