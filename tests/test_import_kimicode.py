@@ -353,13 +353,11 @@ def test_journal_agrees_with_the_proxy_recording(live):
 
 
 def test_journal_views_agree_with_the_acp_views(live):
-    """Once the ACP adapter knows Kimi Code's shapes (tool names from the first tool_call title,
-    arguments from rawInput, usage_update tokens), the views themselves agree."""
+    """The ACP adapter knows Kimi Code's shapes (tool names from the first tool_call title,
+    arguments from rawInput, usage_update tokens): the views themselves agree."""
     with open_workspace([live["rec"]]) as rec, open_workspace([live["imp"]]) as imp:
         names = {r["tool_name"] for r in _rows(rec, "SELECT tool_name FROM tool_calls")}
-        if not {"Bash", "Read"} <= names:
-            pytest.xfail(f"the ACP adapter names Kimi Code's tools {sorted(names)} (not yet "
-                         "from the first tool_call title)")
+        assert {"Bash", "Read"} <= names, sorted(names)  # the first tool_call's title
 
         def key(turn, tool_call_id, tool_name, arguments):
             return (turn, tool_call_id, tool_name,
@@ -373,8 +371,7 @@ def test_journal_views_agree_with_the_acp_views(live):
             for g in got)
         # (in order, not by turn: see above)
         acp_ctx = _rows(rec, "SELECT context_tokens FROM token_usage ORDER BY seq")
-        if not acp_ctx:
-            pytest.xfail("the ACP adapter does not count usage_update yet")
+        assert acp_ctx  # usage_update, after each prompt's result
         assert [r["context_tokens"] for r in acp_ctx] == [r["used"] for r in _rows(
             imp, "SELECT turn, arg_max(context_tokens, seq) AS used FROM token_usage "
                  "WHERE agent_id IS NULL GROUP BY turn ORDER BY turn")]
