@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from wire_recorder.recorder.env_seconds import env_seconds
 from wire_recorder.recorder.errors import UsageError
 
 from .matchers import parse_match_on
@@ -23,17 +23,7 @@ STARTUP_ENV = "WIRE_REPLAY_STARTUP_TIMEOUT"
 
 def startup_default() -> float:
     """The start-up wait when none is given: $WIRE_REPLAY_STARTUP_TIMEOUT, else 300 s."""
-    text = os.environ.get(STARTUP_ENV, "").strip()
-    if not text:
-        return STARTUP_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"{STARTUP_ENV}={text[:40]!r} is not a positive number of seconds",
-                         f"unset it, or give e.g. {STARTUP_ENV}=600")
-    return value
+    return env_seconds(STARTUP_ENV, STARTUP_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
