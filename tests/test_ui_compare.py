@@ -145,7 +145,13 @@ def test_model_calls_show_the_request_the_streamed_answer_and_the_prompt_diff(ui
     assert after[:len(before)] == before and len(added) == len(after) - len(before) >= 2
     assert any("call-abs" in a for a in added) and any("alpha line one" in a for a in added)
     assert "kept" in b.text("#promptdiff") and f"{len(before)} messages kept" in b.text("#promptdiff")
+    b.screenshot(ui["shots"] / "llm-call.png")
+    b.eval("document.querySelector('#llmtable').closest('.tablebox').previousElementSibling.scrollIntoView();"
+           " window.scrollBy(0, -50)")
     b.screenshot(ui["shots"] / "llm.png")
+    # the frames around a call's request open in the inspector, the llm_request among them
+    b.click("#llmtable tr[data-call='2'] a.llmframes")
+    b.wait_for("[...document.querySelectorAll('#insp .frame .fh')].some(h => h.textContent.includes('llm_request'))")
     # a session without the leg has no model-call table
     b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(_key(ui, 'run-one'))})")
     b.wait_for("document.querySelector('#tl') && document.querySelector('#cmpwith')")

@@ -650,10 +650,11 @@
       el("td", {}, c.model || ""), el("td", {}, (c.statuses || [c.status]).join(", ")),
       el("td", {class: "n"}, fmtMs(c.time_to_first_token_ms)), el("td", {class: "n"}, fmtMs(c.duration_ms)),
       el("td", {class: "n"}, num(c.input_other)), el("td", {class: "n"}, num(c.input_cache_read)), el("td", {class: "n"}, num(c.output)),
-      el("td", {}, c.finish_reason || c.error || "")));
+      el("td", {}, c.finish_reason || c.error || ""),
+      el("td", {}, el("a", {class: "llmframes", onclick: (ev) => { ev.stopPropagation(); openFrames(key, c.seq); }}, "frames"))));
     box.appendChild(el("h2", {}, "Model calls ", el("span", {class: "legend"}, `${r.calls.length} · recorded with wire-proxy --llm · click a call for its request and streamed answer`)));
     box.appendChild(el("div", {class: "tablebox"}, el("table", {class: "idx spans", id: "llmtable"},
-      el("thead", {}, el("tr", {}, ["call", "step", "model", "status", "first token", "duration", "in", "cache read", "out", "finish"].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ["call", "step", "model", "status", "first token", "duration", "in", "cache read", "out", "finish", ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows))));
     box.appendChild(detail);
   }
