@@ -144,6 +144,8 @@ def test_model_calls_show_the_request_the_streamed_answer_and_the_prompt_diff(ui
     after = json.loads(ex[2]["request"]["request_body"])["messages"]
     assert after[:len(before)] == before and len(added) == len(after) - len(before) >= 2
     assert any("call-abs" in a for a in added) and any("alpha line one" in a for a in added)
+    # recorded text is text: the tool's "<system>…</system>" is shown, not made an element
+    assert "<system>" in b.text("#promptdiff") and not b.eval("document.querySelector('#llmcall system')")
     assert "kept" in b.text("#promptdiff") and f"{len(before)} messages kept" in b.text("#promptdiff")
     b.screenshot(ui["shots"] / "llm-call.png")
     b.eval("document.querySelector('#llmtable').closest('.tablebox').previousElementSibling.scrollIntoView();"
@@ -156,3 +158,20 @@ def test_model_calls_show_the_request_the_streamed_answer_and_the_prompt_diff(ui
     b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(_key(ui, 'run-one'))})")
     b.wait_for("document.querySelector('#tl') && document.querySelector('#cmpwith')")
     assert not b.eval("document.querySelector('#llmtable')")
+
+
+def test_a_long_comparison_keeps_the_first_rows_and_every_changed_one(ui, monkeypatch):
+    from wire_recorder.analysis.ui import compare
+    from wire_recorder.recorder.store import open_store
+
+    with open_store(str(ui["runs"]), read_only=True) as store:
+        ids = {s["name"]: s["session_id"] for s in store.sessions()}
+    sides = (str(ui["runs"]), ids["run-one"]), (str(ui["runs"]), ids["run-two"])
+    full = compare.compare_files(*sides)
+    changed_at = [i for i, r in enumerate(full["rows"]) if r["changed"]]
+    assert changed_at and changed_at[0] > 1
+    monkeypatch.setattr(compare, "ROWS_MAX", 1)
+    cut = compare.compare_files(*sides)
+    assert cut["rows_total"] == len(full["rows"]) > len(cut["rows"])
+    assert [r["where"] for r in cut["rows"]] == \
+        [full["rows"][0]["where"], *(full["rows"][i]["where"] for i in changed_at)]

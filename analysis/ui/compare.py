@@ -22,6 +22,9 @@ COLUMNS = {
     "error": ("source", "code", "message"),
 }
 
+# the rows a page draws at most (and every changed row after them)
+ROWS_MAX = 2000
+
 
 def _at_key(at: dict[str, Any]) -> tuple:
     return tuple(sorted((k, v) for k, v in at.items()))
@@ -125,6 +128,9 @@ def compare_files(a: tuple[str, str], b: tuple[str, str]) -> dict[str, Any]:
         r["changed"] = list(dict.fromkeys(r["changed"]))
         r["what"] = list(dict.fromkeys(r["what"]))
     out = result.to_dict()
+    out["rows_total"] = len(table)
+    if len(table) > ROWS_MAX:  # a page stays drawable: the first rows and every changed one
+        table = [r for i, r in enumerate(table) if i < ROWS_MAX or r["changed"] or r["mark"]]
     out["rows"] = table
     out["session_changes"] = session_changes
     out["tokens"] = {"a": _tokens({"tokens": ta.tokens}), "b": _tokens({"tokens": tb.tokens})}

@@ -635,6 +635,7 @@
       el("div", {class: "muted"}, `tokens A ${num(ta.total)} · B ${num(tb.total)} · ` +
         "compared as wire-diff compares them (ids, paths and times masked; timings are shown, not compared)"),
       ...r.notes.map((n) => el("div", {class: "muted"}, n)),
+      r.rows_total > r.rows.length ? el("div", {class: "bad", id: "cmpcut"}, `${num(r.rows_total)} rows: the first ones and every changed one are drawn (${num(r.rows.length)})`) : null,
       ...r.session_changes.map((c) => el("div", {class: "bad"}, `${c.where}: ${c.what} ${c.field}: ${short(c.a, 80)} → ${short(c.b, 80)}`)),
       el("table", {class: "idx cmp", id: "cmptable"}, el("thead", {}, head), el("tbody", {}, body)));
   }
