@@ -16,14 +16,37 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.acp import AcpRun, AcpScenario, run_acp_scenario
 from tests.harness.browser import Browser
 from tests.harness.llm_leg import exchanges, record
+from tests.harness.model_server import StreamingModel, answer, call
 from tests.harness.proxy import WIRE_PROXY
 from tests.harness.wire import run_scenario
 from tests.test_diff import wire_scenario
 from tests.test_ui import _chromium
 
 BIN = Path(sys.executable).parent
+
+
+def _acp_leg(kimi_exe, root: Path) -> Path:
+    """kimi acp recorded with its model leg: a ReadFile call, then the answer."""
+    run = AcpRun.create([], {"a.txt": "alpha line one\n"}, kimi=kimi_exe, tmp_root=root,
+                        keep=True)
+    work = str(run.workdir)
+    model = StreamingModel([
+        answer(text=["Reading ", "a.txt"],
+               calls=[call("call-1", "ReadFile", ['{"path": "' + work + '/a.txt"}'])],
+               usage=(900, 40, 300), message_id="m-1"),
+        answer(text=["It says alpha."], usage=(1000, 10, 900), message_id="m-2")])
+    scenario = AcpScenario(name="leg", description="", scripts=[], prompts=["Read a.txt"],
+                           permissions=[], timeout=600)
+    db = root / "acp.db"
+    with model:
+        (run.home / ".kimi" / "config.toml").write_text(model.config_toml(), encoding="utf-8")
+        result = run_acp_scenario(scenario, [WIRE_PROXY, "-q", "--llm", "--wait", "60", "--name",
+                                             "acp-leg", "--db", str(db), "--"], run=run)
+    assert result.exit_code == 0, result.client_stderr[-2000:]
+    return db
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +64,17 @@ def ui(kimi_exe, tmp_path_factory):
         return run_scenario(base, [WIRE_PROXY, "-q", "--db", str(runs), "--name", name, "--"],
                             kimi=kimi_exe, env={"WR_DIFF_VALUE": value})
 
-    with ThreadPoolExecutor(3) as ex:
+    (d / "acp").mkdir()
+    with ThreadPoolExecutor(4) as ex:
         one, two = ex.submit(wire, "run-one", "one"), ex.submit(wire, "run-two", "two")
         leg = ex.submit(record, kimi_exe, leg_root, work, leg_db, "with", True)
+        acp = ex.submit(_acp_leg, kimi_exe, d / "acp")
         results = [one.result(), two.result(), leg.result().result]
+        acp_db = acp.result()
     for r in results:
         assert r.exit_code == 0 and not r.timed_out, r.stderr[-2000:]
-    proc = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(runs), str(leg_db)],
+    proc = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(runs), str(leg_db),
+                             str(acp_db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "XDG_CACHE_HOME": str(d / "cache")})
     try:
@@ -58,10 +85,11 @@ def ui(kimi_exe, tmp_path_factory):
         shots.mkdir(parents=True, exist_ok=True)
         with Browser(_chromium(), d / "profile") as b:
             b.goto(url)
-            b.wait_for("document.querySelectorAll('tr.row').length >= 3")
+            b.wait_for("document.querySelectorAll('tr.row').length >= 4")
             rows = b.eval("fetch('/api/index').then(r => r.json()).then(d => d.rows)")
             keys = {r["name"] or r["session_id"]: r["key"] for r in rows}
-            yield {"b": b, "keys": keys, "shots": shots, "runs": runs, "leg_db": leg_db}
+            yield {"b": b, "keys": keys, "shots": shots, "runs": runs, "leg_db": leg_db,
+                   "acp_db": acp_db}
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -121,7 +149,7 @@ def test_compare_view_marks_the_one_changed_tool_result(ui):
 def test_model_calls_show_the_request_the_streamed_answer_and_the_prompt_diff(ui):
     b = ui["b"]
     ex = exchanges(ui["leg_db"])
-    key = [k for k in ui["keys"].values() if k not in (_key(ui, "run-one"), _key(ui, "run-two"))][0]
+    key = [k for n, k in ui["keys"].items() if n not in ("run-one", "run-two", "acp-leg")][0]
     b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(key)})")
     b.wait_for("document.querySelector('#llmtable')")
     # four exchanges, one a retry of the 503: three calls
@@ -175,3 +203,18 @@ def test_a_long_comparison_keeps_the_first_rows_and_every_changed_one(ui, monkey
     assert cut["rows_total"] == len(full["rows"]) > len(cut["rows"])
     assert [r["where"] for r in cut["rows"]] == \
         [full["rows"][0]["where"], *(full["rows"][i]["where"] for i in changed_at)]
+
+
+def test_model_calls_of_a_kimi_acp_session(ui):
+    b = ui["b"]
+    ex = exchanges(ui["acp_db"])
+    b.eval(f"location.hash = '#s/' + encodeURIComponent({json.dumps(_key(ui, 'acp-leg'))})")
+    b.wait_for("document.querySelector('#llmtable')")
+    assert b.eval("document.querySelectorAll('#llmtable tbody tr').length") == 2
+    assert "turn 1" in b.text("#llmtable tr[data-call='2']")
+    b.click("#llmtable tr[data-call='2']")
+    b.wait_for("document.querySelector('#llmcall .attempt[data-n=\"2\"]')")
+    assert b.text("#llmcall .attempt[data-n='2'] pre.llmreq") == ex[1]["request"]["request_body"]
+    assert "It says alpha." in b.text("#llmcall .attempt[data-n='2'] pre.llmres")
+    added = b.eval("[...document.querySelectorAll('#promptdiff pre.added')].map(p => p.textContent)")
+    assert any("call-1" in a for a in added) and any("alpha line one" in a for a in added)

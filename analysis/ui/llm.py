@@ -77,6 +77,13 @@ def calls(ws: Any, sid: str, db_path: str, call: int | None = None) -> dict[str,
     cur = ws.con.execute("SELECT * FROM llm_calls WHERE session_id = ? ORDER BY call", [sid])
     cols = [d[0] for d in cur.description]
     rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    if any(r["turn"] is None for r in rows):
+        # a protocol without steps (ACP): the call belongs to the turn begun last before it
+        starts = ws.con.execute("SELECT seq, turn FROM turns WHERE session_id = ? AND turn IS "
+                                "NOT NULL ORDER BY seq", [sid]).fetchall()
+        for r in rows:
+            if r["turn"] is None:
+                r["turn"] = next((t for seq, t in reversed(starts) if seq <= r["seq"]), None)
     if call is None:
         return {"calls": rows}
     ex = _exchanges(ws.con, sid, db_path)
