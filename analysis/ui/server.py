@@ -206,6 +206,19 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"frames": cat.related(q["k"], num("seq"))})
         if name == "report":
             return self._json(cat.report(num("n", 0)))
+        if name == "compare":  # two sessions side by side, as wire-diff compares them
+            from .compare import compare_files
+
+            ra, rb = cat.row(q["a"]), cat.row(q["b"])
+            return self._json(compare_files((ra["source_file"], ra["session_id"]),
+                                            (rb["source_file"], rb["session_id"])))
+        if name == "llm":  # the model leg (wire-proxy --llm): calls; one call's bodies
+            from . import llm
+
+            r = cat.row(q["k"])
+            with cat._open(r) as ws:
+                return self._json(llm.calls(ws, r["session_id"], r["source_file"],
+                                            num("call") if "call" in q else None))
         return self._json({"error": "no such endpoint"}, 404)
 
 

@@ -91,6 +91,7 @@
       return at >= 0 ? showSession(rest.slice(0, at), Number(rest.slice(at + 3))) : showSession(rest, null);
     }
     if (h.startsWith("r/")) return showReport(Number(h.slice(2)));
+    if (h.startsWith("cmp/")) { const [a, b] = h.slice(4).split("/"); return showCompare(a, b); }
     if (STATIC && STATIC.only) return showSession(STATIC.only, null);
     return showIndex();
   }
@@ -229,6 +230,7 @@
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
       el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
       d.note ? el("div", {class: "bad"}, d.note) : null,
+      STATIC || d.live ? null : el("div", {}, el("button", {id: "cmpwith", onclick: () => pickCompare(key, s)}, "compare with…"), el("div", {id: "cmppick"})),
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
@@ -246,6 +248,7 @@
     if (d.spans.length) tl = timeline(document.getElementById("tl"), d.spans, key, startup);
     if (d.tokens.length) tokenChart(document.getElementById("tok"), d.tokens);
     if (jump) openFrames(key, jump);
+    if (!STATIC && !d.live) modelCalls(key, charts);
     if (d.live) {
       const badge = document.getElementById("livebadge");
       const poll = async () => {
@@ -581,6 +584,100 @@
       el("div", {class: "muted mono"}, (r.mode || "") + " · " + (r.recording || "") + (r.stopped ? " · stopped: " + r.stopped : "")),
       r.key ? el("p", {}, el("a", {href: "#s/" + encodeURIComponent(r.key)}, "open the recorded session")) : null,
       ...(divs.length ? divs : [el("p", {}, "no divergences")]));
+  }
+
+  // -- compare two sessions (wire-diff's alignment and changes) -------------------------------
+  async function pickCompare(key, s) {
+    const box = document.getElementById("cmppick");
+    let r;
+    try { r = await api("index", {limit: 100}); } catch (e) { return fail(e); }
+    const others = r.rows.filter((x) => x.key !== key && !String(x.key).startsWith("live."))
+      .sort((x, y) => (x.protocol === s.protocol ? 0 : 1) - (y.protocol === s.protocol ? 0 : 1));
+    put(box, others.length ? el("ul", {class: "cmplist"}, others.map((x) => el("li", {},
+      el("a", {class: "cmpto", "data-key": x.key, href: "#cmp/" + encodeURIComponent(key) + "/" + encodeURIComponent(x.key)},
+        x.name || x.session_id), " ", proto(x.protocol), " ", el("span", {class: "muted"}, (x.started_at || "") + " · " + (x.source_file || "").split("/").pop())))) :
+      el("p", {class: "muted"}, "no other session to compare with"));
+  }
+  const short = (v, n) => { const t = v === null || v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v); return t.length > n ? t.slice(0, n - 1) + "…" : t; };
+  const TIMES = ["duration_ms", "wait_ms"];
+  function cmpSide(row, side) {
+    const v = row[side];
+    if (v === null || v === undefined) return el("td", {class: "cmpside none", "data-side": side}, row.mark === (side === "a" ? "extra" : "missing") ? "(not in this session)" : "");
+    const lines = Object.entries(v).filter(([k, x]) => k !== "tokens" && !TIMES.includes(k) && x !== null && x !== undefined && x !== "")
+      .map(([k, x]) => el("div", {class: "cell" + (row.changed.includes(k) ? " chg" : ""), "data-field": k}, el("span", {class: "fk"}, k.replace(/_/g, " ") + ": "), short(x, 600)));
+    return el("td", {class: "cmpside", "data-side": side}, lines);
+  }
+  function cmpNum(row, side, what) {
+    const v = row[side];
+    if (!v) return el("td", {class: "n"}, "");
+    const chg = what === "time" ? row.changed.some((f) => TIMES.includes(f)) : row.changed.includes("tokens");
+    const text = what === "time" ? fmtMs(TIMES.map((k) => v[k]).find((x) => x !== null && x !== undefined)) : v.tokens ? num(v.tokens.total) : "";
+    const tip = what === "tokens" && v.tokens ? `in ${num(v.tokens.input_other)} · out ${num(v.tokens.output)} · cache read ${num(v.tokens.input_cache_read)} · cache write ${num(v.tokens.input_cache_creation)}` : null;
+    return el("td", {class: "n" + (chg ? " chg" : ""), "data-col": what + "-" + side, title: tip}, text);
+  }
+  async function showCompare(ka, kb) {
+    put($main, el("p", {class: "muted"}, "comparing…"));
+    let r;
+    try { r = await api("compare", {a: ka, b: kb}); } catch (e) { return fail(e); }
+    const label = (x) => (x.name || x.session_id) + " · " + (x.path || "").split("/").pop();
+    put($crumbs, el("a", {href: "#"}, "sessions"), " / compare");
+    document.title = "compare · wire-ui";
+    const head = el("tr", {}, ["where", "A", "B", "time A", "time B", "tokens A", "tokens B"].map((h) => el("th", {}, h)));
+    const body = r.rows.map((row, i) => el("tr", {class: "cmprow " + row.kind.replace(" ", "-") + (row.changed.length ? " changed" : "") + (row.mark ? " " + row.mark : ""),
+      "data-i": i, "data-where": row.where, "data-changed": row.changed.join(" ")},
+      el("td", {class: "where"}, row.where, row.what.length ? el("div", {class: "what"}, row.what.join(", ")) : null),
+      cmpSide(row, "a"), cmpSide(row, "b"), cmpNum(row, "a", "time"), cmpNum(row, "b", "time"), cmpNum(row, "a", "tokens"), cmpNum(row, "b", "tokens")));
+    const ta = r.tokens.a, tb = r.tokens.b;
+    put($main,
+      el("h1", {id: "cmptitle"}, "compare ", el("span", {class: r.same ? "" : "bad", id: "cmpverdict"}, r.same ? "same" : `${r.count} difference${r.count === 1 ? "" : "s"}`)),
+      el("div", {class: "mono"}, "A: ", el("a", {href: "#s/" + encodeURIComponent(ka)}, label(r.a))),
+      el("div", {class: "mono"}, "B: ", el("a", {href: "#s/" + encodeURIComponent(kb)}, label(r.b))),
+      el("div", {class: "muted"}, `tokens A ${num(ta.total)} · B ${num(tb.total)} · ` +
+        "compared as wire-diff compares them (ids, paths and times masked; timings are shown, not compared)"),
+      ...r.notes.map((n) => el("div", {class: "muted"}, n)),
+      r.rows_total > r.rows.length ? el("div", {class: "bad", id: "cmpcut"}, `${num(r.rows_total)} rows: the first ones and every changed one are drawn (${num(r.rows.length)})`) : null,
+      ...r.session_changes.map((c) => el("div", {class: "bad"}, `${c.where}: ${c.what} ${c.field}: ${short(c.a, 80)} → ${short(c.b, 80)}`)),
+      el("table", {class: "idx cmp", id: "cmptable"}, el("thead", {}, head), el("tbody", {}, body)));
+  }
+
+  // -- the model leg (wire-proxy --llm): each call's request, streamed answer, prompt diff ----
+  async function modelCalls(key, box) {
+    let r;
+    try { r = await api("llm", {k: key}); } catch (e) { return; }
+    if (!r.calls.length) return;
+    const detail = el("div", {id: "llmcall"});
+    const rows = r.calls.map((c) => el("tr", {class: "llmrow", "data-call": c.call, onclick: () => openCall(key, c.call, detail)},
+      el("td", {class: "n"}, String(c.call)), el("td", {}, c.turn === null ? "" : `turn ${c.turn}` + (c.step === null ? "" : ` step ${c.step}`)),
+      el("td", {}, c.model || ""), el("td", {}, (c.statuses || [c.status]).join(", ")),
+      el("td", {class: "n"}, fmtMs(c.time_to_first_token_ms)), el("td", {class: "n"}, fmtMs(c.duration_ms)),
+      el("td", {class: "n"}, num(c.input_other)), el("td", {class: "n"}, num(c.input_cache_read)), el("td", {class: "n"}, num(c.output)),
+      el("td", {}, c.finish_reason || c.error || ""),
+      el("td", {}, el("a", {class: "llmframes", onclick: (ev) => { ev.stopPropagation(); openFrames(key, c.seq); }}, "frames"))));
+    box.appendChild(el("h2", {}, "Model calls ", el("span", {class: "legend"}, `${r.calls.length} · recorded with wire-proxy --llm · click a call for its request and streamed answer`)));
+    box.appendChild(el("div", {class: "tablebox"}, el("table", {class: "idx spans", id: "llmtable"},
+      el("thead", {}, el("tr", {}, ["call", "step", "model", "status", "first token", "duration", "in", "cache read", "out", "finish", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, rows))));
+    box.appendChild(detail);
+  }
+  async function openCall(key, n, box) {
+    let r;
+    try { r = await api("llm", {k: key, call: n}); } catch (e) { return fail(e); }
+    document.querySelectorAll("tr.llmrow.sel").forEach((x) => x.classList.remove("sel"));
+    const tr = document.querySelector(`tr.llmrow[data-call="${Number(n)}"]`);
+    if (tr) tr.classList.add("sel");
+    const pd = r.prompt_diff;
+    const attempts = r.attempts.map((a) => el("div", {class: "attempt", "data-n": a.n},
+      el("div", {}, el("b", {}, `exchange ${a.n}`), ` · ${a.method || ""} ${a.path || ""} → ${a.status ?? "no answer"} ${a.reason || ""}`,
+        a.chunks ? ` · ${a.chunks} chunks` : "", a.error ? el("span", {class: "bad"}, " · " + a.error) : null),
+      el("div", {class: "sbs"},
+        el("div", {}, el("b", {}, "request the agent sent", a.request_base64 ? " (base64: not UTF-8)" : ""), el("pre", {class: "llmreq"}, a.request_body ?? "(not stored)")),
+        el("div", {}, el("b", {}, "streamed answer", a.response_base64 ? " (base64: not UTF-8)" : ""), el("pre", {class: "llmres"}, a.response_body ?? "(not stored)")))));
+    put(box, el("h3", {}, `call ${r.call.call}` + (r.call.turn === null ? "" : ` · turn ${r.call.turn}` + (r.call.step === null ? "" : ` step ${r.call.step}`))),
+      pd ? el("div", {id: "promptdiff"}, el("b", {}, r.previous === null ? "the prompt" : `prompt since call ${r.previous}`),
+        el("span", {class: "muted"}, ` · ${pd.kept} message${pd.kept === 1 ? "" : "s"} kept` + (pd.dropped ? ` · ${pd.dropped} changed or dropped` : "") + ` · ${pd.added.length} added`),
+        pd.added.map((m) => el("pre", {class: "added"}, m))) : el("div", {class: "muted"}, "the request has no message list to compare"),
+      attempts);
+    box.scrollIntoView();
   }
 
   route();
