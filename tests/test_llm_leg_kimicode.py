@@ -103,4 +103,22 @@ def test_kimi_code_replays_green_from_its_leg_and_red_with_an_agents_md(kc_leg):
     first = json.loads(red.stdout)["first_divergence"]
     assert first["where"] == "llm call 1" and "system prompt changed at char " in \
         first["message"], first
-    assert "Answer in one line" in first["message"] or "AGENTS" in first["message"], first
+    assert "AGENTS.md" in first["message"], first  # the work dir listing shows it first
+
+
+def test_kimi_code_is_recognised_from_its_command(tmp_path):
+    """Before it runs: node + Kimi Code's main.mjs, or a `kimi` on PATH that is that script;
+    not a `kimi` that is something else (kimi-cli's is a Python entry point)."""
+    from wire_recorder.recorder.llm_upstream_kimicode import is_kimi_code
+
+    node, main = need(find_kimicode, "Kimi Code")
+    assert is_kimi_code([str(node), str(main), "acp"], {})
+    bin_dir, other = tmp_path / "bin", tmp_path / "other"
+    bin_dir.mkdir()
+    other.mkdir()
+    (bin_dir / "kimi").symlink_to(main)
+    (other / "kimi").write_text("#!/bin/sh\n", encoding="utf-8")
+    (other / "kimi").chmod(0o755)
+    assert is_kimi_code(["kimi", "acp"], {"PATH": str(bin_dir)})
+    assert not is_kimi_code(["kimi", "acp"], {"PATH": str(other)})
+    assert not is_kimi_code([str(node), str(other / "kimi"), "acp"], {})
