@@ -78,7 +78,11 @@ def test_kimi_code_records_its_model_leg(kc_leg):
     assert model.key.encode() not in raw and not KEY_RE.search(raw)
     # the user's config is untouched and the journal landed in the user's data dir
     assert model.key in run.config_path.read_text(encoding="utf-8")
-    assert run.journals(), sorted(p.name for p in (run.home / ".kimi-code").iterdir())
+    data = run.home / ".kimi-code"
+    assert run.journals(), sorted(p.name for p in data.iterdir())
+    # what the agent made at the top of its (scratch) data dir was moved to the user's
+    assert (data / "session_index.jsonl").is_file(), sorted(p.name for p in data.iterdir())
+    assert not any(p.is_symlink() for d in (run.home, data) for p in d.iterdir())
 
 
 def test_kimi_code_llm_calls_have_usage(kc_leg):
