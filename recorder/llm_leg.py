@@ -171,4 +171,4 @@ def prepare(command: list[str], environ) -> tuple[ModelLeg | None, dict[str, str
         return None, None, f"--llm: the model leg is not recorded: {e}"
     return (leg, env,
             f"--llm: the agent's model ({public_url(upstream.base_url)}) is reached through "
-            f"{leg.stand_in.rsplit('/', 1)[0]}/… ({upstream.env_var})")
+            f"{leg.stand_in.rsplit('/', 1)[0]}/… ({getattr(upstream, 'how', upstream.env_var)})")

@@ -97,6 +97,9 @@ class KimiCodeUpstream(Upstream):
         self.own_home = bool(own_home)
         self.user_home = user_home
         self.links: list[tuple[str, str]] = []  # (scratch dir, the user's it mirrors)
+        self.how = (f"{HOME_ENV}: a scratch copy of {data_dir}" if own_home else
+                    "a scratch HOME mirroring yours") + \
+            f", its config.toml's base_url for the model {alias!r} swapped"
         # in the llm_leg event: what a replay needs to configure the same model (no credentials)
         models = config.get("models") or {}
         self.extra = {"agent": "kimi-code", "alias": alias,

@@ -59,7 +59,9 @@ class KimiCodeLeg:
         if not is_kimi_code(argv, env) or not kimi_code.recognises(rec):
             return None
         event = leg_event(rec)
-        if event is None or event.get("agent") != "kimi-code":
+        if event is None or event.get("env_var") == "KIMI_MODEL_BASE_URL":
+            return None  # the model KIMI_MODEL_* made: pointed by that variable, as recorded
+        if event.get("agent") != "kimi-code":
             raise InputError(f"{rec.path}: session {rec.session_id} has a model leg that does "
                              "not say how Kimi Code's model was configured (recorded by an "
                              "older wire-proxy --llm)", "replay with --live-llm")
