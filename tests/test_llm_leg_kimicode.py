@@ -55,11 +55,11 @@ def kc_leg(acp_python, tmp_path_factory):
              ("agents_md", {"notes.txt": NOTES, "AGENTS.md": "# Rules\n\nAnswer in one line.\n"})]
     runs = dict(parallel(lambda c: (c[0], _replay(db, argv, root / c[0], c[1])), cases,
                          workers=2))
-    return result, model, db, run, runs
+    return result, model, db, run, runs, root
 
 
 def test_kimi_code_records_its_model_leg(kc_leg):
-    result, model, db, run, _ = kc_leg
+    result, model, db, run = kc_leg[:4]
     assert result.exit_code == 0, result.client_stderr[-2000:]
     assert check_acp_scenario(SCENARIO, result) == [], result.client_stderr[-2000:]
     ex = exchanges(db)
@@ -102,6 +102,8 @@ def test_kimi_code_replays_green_from_its_leg_and_red_with_an_agents_md(kc_leg):
     green = runs["green"]
     assert green.returncode == 0, ([d["message"] for d in json.loads(green.stdout).get("divergences")],
                                    green.stderr[-2000:])
+    assert list((kc_leg[5] / "green" / "home").iterdir()) == []  # the user's HOME untouched
+    assert "LLM pinned to the recorded model leg: 4 exchange(s)" in green.stdout, green.stdout
     red = runs["agents_md"]
     assert red.returncode == 1, (red.stdout[-4000:], red.stderr[-2000:])
     first = json.loads(red.stdout)["first_divergence"]
