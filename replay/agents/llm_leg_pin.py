@@ -187,3 +187,6 @@ class LegPin(LlmPin):
             self.server = None
         if self._kimi_code is not None:
             self._kimi_code.cleanup()
+        done = getattr(self.upstream, "cleanup", None)  # a Kimi Code upstream's scratch HOME
+        if done is not None:
+            done()
