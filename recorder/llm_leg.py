@@ -122,7 +122,8 @@ class ModelLeg:
         self._sink = sink
         up = self.upstream
         self.emit("llm_leg", upstream=public_url(up.base_url), dialect=up.dialect,
-                  provider_type=up.provider_type, model=up.model, env_var=up.env_var)
+                  provider_type=up.provider_type, model=up.model, env_var=up.env_var,
+                  **getattr(up, "extra", {}))
         threading.Thread(target=server.serve_forever, name="llm-leg", daemon=True).start()
 
     def emit(self, name: str, **data: Any) -> None:
@@ -147,6 +148,9 @@ class ModelLeg:
             server.server_close()
         else:
             self.sock.close()
+        cleanup = getattr(self.upstream, "cleanup", None)
+        if cleanup is not None:
+            cleanup()  # Kimi Code's scratch data dir (recorder/llm_upstream_kimicode.py)
 
 
 def prepare(command: list[str], environ) -> tuple[ModelLeg | None, dict[str, str] | None, str]:
@@ -160,6 +164,11 @@ def prepare(command: list[str], environ) -> tuple[ModelLeg | None, dict[str, str
     except NoLeg as e:
         return None, None, f"--llm: the model leg is not recorded: {e}"
     leg = ModelLeg(upstream)
-    return (leg, upstream.agent_env(environ, leg.stand_in),
+    try:
+        env = upstream.agent_env(environ, leg.stand_in)
+    except OSError as e:  # Kimi Code's scratch data dir could not be made
+        leg.stop()
+        return None, None, f"--llm: the model leg is not recorded: {e}"
+    return (leg, env,
             f"--llm: the agent's model ({public_url(upstream.base_url)}) is reached through "
-            f"{leg.stand_in.rsplit('/', 1)[0]}/… ({upstream.env_var})")
+            f"{leg.stand_in.rsplit('/', 1)[0]}/… ({getattr(upstream, 'how', upstream.env_var)})")

@@ -103,9 +103,13 @@ def is_kimi(argv: Sequence[str]) -> bool:
 
 def find(argv: Sequence[str], env: Mapping[str, str]) -> Upstream:
     """The model the agent `argv` would talk to with `env`. Raises NoLeg saying why not."""
+    from .llm_upstream_kimicode import find_kimi_code, is_kimi_code
+
+    if is_kimi_code(argv, env):  # before is_kimi: Kimi Code's bin is also `kimi`
+        return find_kimi_code(argv, env)
     if not is_kimi(argv):
         raise NoLeg(f"{os.path.basename(argv[0]) if argv else 'the agent'} is not an agent "
-                    "whose model address this knows (kimi-cli)")
+                    "whose model address this knows (kimi-cli, Kimi Code)")
     config, source = kimi_config(argv, env)
     models = config.get("models")
     models = models if isinstance(models, dict) else {}

@@ -67,8 +67,11 @@ class LegPin(LlmPin):
     def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
                  exchanges: list[dict[str, Any]]):
         base = dict(os.environ if env is None else env)
+        from .llm_leg_kimi_code import KimiCodeLeg
+
+        self._kimi_code = KimiCodeLeg.of(rec, argv, base)  # a scratch HOME, any user HOME
         try:
-            self.upstream = find(argv, base)
+            self.upstream = find(argv, base) if self._kimi_code is None else None
         except NoLeg as e:
             raise InputError(f"{rec.path}: session {rec.session_id} has its model leg recorded, "
                              f"but the agent cannot be pointed at it: {e}",
@@ -80,7 +83,8 @@ class LegPin(LlmPin):
         self.server: RecordedModel | None = RecordedModel(lambda n: EXHAUSTED.format(n=n))
         stand_in = self.server.start()
         self.argv = list(argv)
-        self.env = self.upstream.agent_env(base, stand_in)
+        self.env = (self._kimi_code.env(stand_in) if self._kimi_code is not None
+                    else self.upstream.agent_env(base, stand_in))  # type: ignore[union-attr]
         self.home = base.get("HOME") or ""
         self._exchanges: dict[int, list[dict[str, Any]]] = {}
         self._served: list[dict[str, Any]] = []
@@ -88,9 +92,15 @@ class LegPin(LlmPin):
         answers = sum(1 for e in exchanges if (e.get("response") or {}).get("status") == 200)
         self.notes = [f"LLM pinned to the recorded model leg: {len(exchanges)} exchange(s) "
                       f"({answers} answered) of session {rec.session_id} served as recorded "
-                      f"from 127.0.0.1 ({self.upstream.env_var}), each request compared with "
+                      f"from 127.0.0.1 ({self._how()}), each request compared with "
                       "the recorded one (--live-llm uses the agent's own model)"]
         self._first = exchanges
+
+    def _how(self) -> str:
+        if self._kimi_code is not None:
+            return self._kimi_code.note()
+        assert self.upstream is not None
+        return self.upstream.env_var
 
     def use(self, rec: Recording, rec_workdir: str | None, live_workdir: str | None) -> None:
         exchanges = self._first if rec is self.main else (exchanges_of(rec) or [])
@@ -175,3 +185,8 @@ class LegPin(LlmPin):
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self._kimi_code is not None:
+            self._kimi_code.cleanup()
+        done = getattr(self.upstream, "cleanup", None)  # a Kimi Code upstream's scratch HOME
+        if done is not None:
+            done()

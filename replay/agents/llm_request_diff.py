@@ -18,11 +18,14 @@ from typing import Any
 
 from .llm_text import aligned, first_difference
 
-# OpenAI chat-completions (kimi-cli's `kimi`, `openai_legacy` providers)
+# OpenAI chat-completions (kimi-cli's `kimi`, `openai_legacy` providers; Kimi Code's `openai`
+# and `kimi`, whose prompt_cache_key is its session id)
 VOLATILE_KEYS = frozenset({"prompt_cache_key", "user", "metadata", "safety_identifier"})
 VOLATILE_TEXT = (
     # the agent's clock (kimi-cli: "The current date and time in ISO format is `…`")
     re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"),
+    # the time a tool took, in the tool result Kimi Code's Bash gives the model
+    re.compile(r"Wall time: \d+(?:\.\d+)? seconds"),
 )
 CONTEXT = 30  # characters shown on each side of a change
 
