@@ -1,6 +1,7 @@
-"""A TOML document for what `tomllib` read: the model leg writes a copy of an agent's config
-with one value changed (recorder/llm_upstream_kimicode.py). Comments and layout are not kept;
-the values are. (replay/agents/kimi.py has its own: recorder imports nothing from replay.)"""
+"""A TOML document for what `tomllib` (or a JSON config) read: the model leg writes a copy of an
+agent's config with one value changed (recorder/llm_upstream_kimicode.py), replay's pins write
+the agent's config with the model pinned (replay/agents/). Comments and layout are not kept; the
+values are, but for nulls (a JSON config's), which TOML has not: they are left out."""
 
 from __future__ import annotations
 
@@ -39,18 +40,20 @@ def _value(v: Any) -> str:
     if isinstance(v, datetime | date | time):
         return v.isoformat()
     if isinstance(v, list | tuple):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
+        return "[" + ", ".join(_value(x) for x in v if x is not None) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()
+                               if x is not None) + "}"
     raise TypeError(f"cannot write {type(v).__name__} as TOML")
 
 
 def dumps(data: Mapping[str, Any]) -> str:
+    """Tables as [headers], the rest inline."""
     lines: list[str] = []
 
     def table(prefix: tuple[str, ...], d: Mapping[str, Any]) -> None:
         subtables = [(k, v) for k, v in d.items() if isinstance(v, dict)]
-        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict)]
+        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict) and v is not None]
         if prefix and (plain or not subtables):
             lines.append("")
             lines.append("[" + ".".join(_key(p) for p in prefix) + "]")

@@ -19,17 +19,16 @@ Inherited variables that change kimi's model or where it keeps its files are dro
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, time
 from typing import TYPE_CHECKING, Any
 
 from wire_recorder.recorder.errors import InputError, OutputError
+from wire_recorder.recorder.toml_text import dumps as to_toml
 
 from ..normalize import WorkDirRewrite
 from . import LlmPin
@@ -575,63 +574,6 @@ def pinned_config(config: Mapping[str, Any], model_info: Mapping[str, Any],
         out["providers"] = {PROVIDER: {"type": "_scripted_echo", "base_url": "", "api_key": "",
                                        "env": {SCRIPTS_ENV: scripts_path}}}
     return out
-
-
-# -- TOML, written here (tomllib only reads) ---------------------------------------------------
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _key(k: str) -> str:
-    return k if _BARE_KEY.fullmatch(k) else _string(k)
-
-
-def _string(s: str) -> str:
-    # JSON's escapes are TOML's; TOML also wants DEL escaped
-    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    if isinstance(v, str):
-        return _string(v)
-    if isinstance(v, datetime | date | time):
-        return v.isoformat()
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_value(x) for x in v if x is not None) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()
-                               if x is not None) + "}"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
-
-
-def to_toml(data: Mapping[str, Any]) -> str:
-    """A TOML document for what tomllib read (tables as [headers], the rest inline)."""
-    lines: list[str] = []
-
-    def table(prefix: tuple[str, ...], d: Mapping[str, Any]) -> None:
-        subtables = [(k, v) for k, v in d.items() if isinstance(v, dict)]
-        # TOML has no null: a JSON config's nulls are left out (kimi's defaults)
-        plain = [(k, v) for k, v in d.items() if not isinstance(v, dict) and v is not None]
-        if prefix and (plain or not subtables):
-            lines.append("")
-            lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
-        for k, v in plain:
-            lines.append(f"{_key(str(k))} = {_value(v)}")
-        for k, v in subtables:
-            table((*prefix, str(k)), v)
-
-    table((), data)
-    return "\n".join(lines).lstrip("\n") + "\n"
 
 
 # -- the pin ----------------------------------------------------------------------------------
