@@ -991,7 +991,8 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
             os.close(lock_fd)
 
 
-def orphan_spools(db: str) -> list[str]:
+def spools_of(db: str) -> list[str]:
+    """Every spool of `db`, held by a live process or not."""
     folder = os.path.dirname(os.path.abspath(db)) or "."
     base = os.path.basename(db) + "."
     try:
@@ -999,8 +1000,11 @@ def orphan_spools(db: str) -> list[str]:
     except OSError:
         return []
     return sorted(os.path.join(folder, n) for n in names
-                  if n.startswith(base) and n.endswith(".spool")
-                  and spool_is_orphan(os.path.join(folder, n)))
+                  if n.startswith(base) and n.endswith(".spool"))
+
+
+def orphan_spools(db: str) -> list[str]:
+    return [s for s in spools_of(db) if spool_is_orphan(s)]
 
 
 FAILED_SUFFIX = ".failed"

@@ -13,6 +13,7 @@ from .loader import (
     keep_failed,
     orphan_spools,
     spool_is_orphan,
+    spools_of,
 )
 
 
@@ -28,7 +29,7 @@ def recover(path: str, failed: list[str] | None = None) -> list[dict]:
         spools = [path]
     else:
         spools = orphan_spools(path)
-        if not spools and not os.path.exists(path):
+        if not spools and not os.path.exists(path) and not spools_of(path):
             raise InputError(f"{path}: no such recording", "give a .db or a .spool path")
     done = []
     problems = [] if failed is None else failed
@@ -58,5 +59,14 @@ def recover_paths(paths: list[str]) -> int:
     if failed:
         raise SpoolError(failed[-1])  # the edge's one line and exit 2
     if not found:
-        say(PROXY, "nothing to recover")
+        # a spool still held is a session being stored now, or one whose killed proxy or
+        # loader has not finished exiting: said, so that "nothing" is not taken for "lost"
+        held = [s for p in paths if not p.endswith(".spool") for s in spools_of(p)
+                if not spool_is_orphan(s)]
+        if held:
+            say(PROXY, f"nothing to recover now: {len(held)} spool(s) still held by a live "
+                       f"process ({held[0]}{', …' if len(held) > 1 else ''}); run "
+                       f"`{PROXY} recover` again once it has exited")
+        else:
+            say(PROXY, "nothing to recover")
     return 0

@@ -26,7 +26,7 @@ from tests.harness.proxy import (
 )
 from wire_recorder.recorder.loader import Ingest
 from wire_recorder.recorder.relay import Pump
-from wire_recorder.recorder.spool import C2A, SpoolReader, SpoolWriter, read_counters
+from wire_recorder.recorder.spool import C2A, SpoolReader, SpoolWriter, lock_held, read_counters
 
 FRAMES = b"".join(b'{"jsonrpc":"2.0","method":"event","params":{"type":"StepBegin","payload":{"n":%d}}}\n' % i
                   for i in range(200))
@@ -438,18 +438,22 @@ def test_sigkill_mid_burst_loss_is_marked_at_recovery(tmp_path):
     killed_at = time.monotonic_ns()
     p.wait()
     received += p.stdout.read()
-    (spool,) = list(tmp_path.glob("*.spool"))
     # a loader still starting when the proxy's children were listed (its command line was not
-    # the loader's yet) is found by its spool now: the proxy is gone, so no other comes
-    _kill_loaders_of(spool)
+    # the loader's yet) is found now: the proxy is gone, so no other comes
+    _kill_everything_of(tmp_path)
+    (spool,) = list(tmp_path.glob("*.spool"))
+    # every process that held it is dead: its lock is free (a live holder is a leak, named)
+    assert wait_until(lambda: lock_held(str(spool)) is False, timeout=120), _holders(spool)
     counters, _exit = read_counters(str(spool))
     res = subprocess.run([WIRE_PROXY, "recover", db], capture_output=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+    said = f"recover said {res.stderr!r}; files: {sorted(f.name for f in tmp_path.iterdir())}"
+    assert res.returncode == 0, said
+    assert f"into {db}".encode() in res.stderr, said
     got = received.count(b"\n")
     for direction, counted in (("c2a", counters[3]), ("a2c", counters[4])):
         gaps = _gaps(db, direction)
         lost = sum(g["frames"] for g in gaps)
-        assert _newline_rows(db, direction) + _cut(gaps) + lost == counted
+        assert _newline_rows(db, direction) + _cut(gaps) + lost == counted, said
         whole = _whole_frames(db, direction)
         assert set(whole) <= {f[:-1] for f in frames}
         assert whole == sorted(whole)  # in order (the frames are numbered)
@@ -464,26 +468,85 @@ def test_sigkill_mid_burst_loss_is_marked_at_recovery(tmp_path):
     assert b"nothing to recover" in res.stderr
 
 
-def _kill_loaders_of(spool: Path) -> None:
-    name = str(spool).encode()
+def test_recover_says_when_a_spool_is_still_held(tmp_path):
+    """A spool a live process still holds (a proxy recording now, or a killed one still
+    exiting) is not recovered, and recover says so rather than "nothing to recover"."""
+    db = str(tmp_path / "h.db")
+    spool = f"{db}.cafe.spool"
+    writer = SpoolWriter(spool, {"session_id": "cafe", "started_wall_ns": 0, "db": db})
+    try:
+        writer.put(C2A, b'{"jsonrpc":"2.0"}\n')
+        res = subprocess.run([WIRE_PROXY, "recover", db], capture_output=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert res.stderr.decode().splitlines() == [
+            f"wire-proxy: nothing to recover now: 1 spool(s) still held by a live process "
+            f"({spool}); run `wire-proxy recover` again once it has exited"], res.stderr
+        assert os.path.exists(spool)
+    finally:
+        writer.close()
+
+
+def _kill_everything_of(folder: Path) -> None:
+    """SIGKILL every process whose command line names `folder` (the proxy, its loaders, and a
+    loader still between fork and exec, whose command line is the proxy's), and wait until
+    each is dead: a killed process shows an empty command line while it is still tearing
+    down, and holds its locks (the DB's, the spool's) until that is done."""
+    name = str(folder).encode()
+    killed: set[int] = set()
     while True:
         pids = []
         for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
                     cmd = f.read()
             except OSError:
                 continue
-            if entry.isdigit() and b"wire_recorder.recorder.loader" in cmd and name in cmd:
+            if name in cmd:
                 pids.append(int(entry))
-        if not pids:
-            return
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(0.05)  # (a poll while the killed ones are reaped, not a synchronisation)
+        killed.update(pids)
+        alive = [pid for pid in killed if _alive(pid)]
+        if not pids and not alive:
+            return
+        time.sleep(0.05)  # (a poll while the killed ones die, not a synchronisation)
+
+
+def _holders(path: Path) -> list[str]:
+    """The processes with `path` open, by their command lines."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+            if any(os.readlink(f"/proc/{entry}/fd/{fd}") == str(path) for fd in fds):
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    out.append(f"{entry}: {f.read()!r}")
+        except OSError:
+            continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Any of its threads not yet a zombie: a killed process's leader can be a zombie while
+    its other threads still hold the files (and locks) they share."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _write_quietly(pipe, frames) -> None:
