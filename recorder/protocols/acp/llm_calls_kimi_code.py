@@ -3,6 +3,7 @@ TypeScript successor of kimi-cli) says it: the part replay's pinned LLM (replay/
 kimi_code.py) serves back from a model on loopback. Same shape as llm_calls.py (kimi-cli's ACP):
 
     {"calls": [CALL, ...],
+     "session": "session_<uuid>" | None,                 # session/new's sessionId
      "model": {"max_context_size": int | None,          # usage_update's `size`
                "models": [{"id": "m", "name": "some-model"}, ...] | None,   # configOptions
                "current": "m" | None}}
@@ -47,6 +48,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
     models: list[dict[str, str]] | None = None
     current: str | None = None
     size: int | None = None
+    session: str | None = None  # the agent's sessionId (its journal's session folder)
     prompts: dict[bytes, int] = {}  # prompt id key -> its turn number
     turn = 0
     call: dict[str, Any] | None = None
@@ -90,6 +92,8 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             continue
         if m.kind in ("response", "error") and key is not None:
             result = _obj(_obj(m.obj).get("result"))
+            if client_requests.get(key) == "session/new" and isinstance(result.get("sessionId"), str):
+                session = session or result["sessionId"]
             if "configOptions" in result:
                 offered, cur = _config_models(result)
                 models = offered or models
@@ -169,5 +173,5 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 t["done"] = True
     for c in calls:
         c.pop("turn", None)
-    return {"calls": calls,
+    return {"calls": calls, "session": session,
             "model": {"max_context_size": size, "models": models, "current": current}}
