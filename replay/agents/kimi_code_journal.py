@@ -8,20 +8,28 @@ how the deltas were cut, which the live agent passes on one `session/update` per
 each answer keeps the recording's cuts where they add up to the journal's text, and is the
 journal's text in one piece where they do not (a redacted recording).
 
+ACP does not show a subagent's model calls at all; the journal does (`agents/<id>/wire.jsonl`
+beside the main one, one turn per run, the runs in the order the main journal spawned them):
+they are served after the main agent's answer that started them, so a session with subagents
+can be pinned too.
+
 A journal that is not of the recorded session, or whose steps do not line up with the
 recording's model calls (count, tool call ids and names), is refused: one line, exit 2.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wire_recorder.recorder.errors import InputError, TranscriptError
 from wire_recorder.recorder.kimicode_journal import (
+    agent_of,
     answers_of,
     is_journal,
     main_journal,
+    model_answers,
     read_records,
     session_of,
 )
@@ -68,12 +76,69 @@ def journal_calls(rec: Recording, derived: Mapping[str, Any], path: str) -> tupl
         raise InputError(f"--journal {path}: the journal has {len(answers)} model step(s), the "
                          f"recording {len(calls)}: step {a['step']} of turn {a['turn']} is "
                          f"not in the recording", HINT)
+    runs = _subagent_runs(journal, records)
     out = dict(derived)
-    out["calls"] = [_merged(c, a) for c, a in zip(calls, answers, strict=True)]
-    note = (f"LLM answers from the journal {journal}: {len(answers)} step(s) of session "
+    out["calls"] = []
+    for c, a in zip(calls, answers, strict=True):
+        merged = _merged(c, a)
+        out["calls"].append(merged)
+        started = [runs.get(tid) for tid in c.get("subagents") or []]
+        if started and all(r is not None for r in started):
+            merged["problem"] = None
+            for tid, run in zip(c["subagents"], started, strict=True):
+                assert run is not None
+                for n, sub in enumerate(run, 1):
+                    out["calls"].append(_subagent_call(merged, tid, n, sub))
+    n_steps = len(out["calls"])
+    note = (f"LLM answers from the journal {journal}: {n_steps} step(s) of session "
             f"{sid or rec_sid or '?'} (text, reasoning, tool call arguments, message ids and "
             f"token usage as the journal has them)")
     return out, note
+
+
+def _subagent_runs(journal: str, records: list[dict]) -> dict[str, list[dict]]:
+    """Each subagent run's answers by the tool call that started it: a subagent's journal has
+    one turn per run, and the main journal's `subagent.spawned` records come in run order."""
+    folder, _ = agent_of(journal)
+    if folder is None:
+        return {}
+    turns: dict[str, list[list[dict]]] = {}
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        sub, parent = r.get("subagentId"), r.get("parentToolCallId")
+        if r["type"] != "subagent.spawned" or not isinstance(sub, str) or parent is None:
+            continue
+        if sub not in turns:
+            path = os.path.join(folder, "agents", sub, "wire.jsonl")
+            groups: list[list[dict]] = []
+            try:
+                for a in model_answers(path) if os.path.isfile(path) else ():
+                    if not groups or groups[-1][0]["turn"] != a["turn"]:
+                        groups.append([])
+                    groups[-1].append(a)
+            except TranscriptError as e:
+                raise InputError(f"--journal: {e.message}", HINT) from None
+            turns[sub] = groups
+        if turns[sub]:
+            out[str(parent)] = turns[sub].pop(0)
+    return out
+
+
+def _subagent_call(parent: Mapping[str, Any], tool_call: str, n: int,
+                   answer: Mapping[str, Any]) -> dict[str, Any]:
+    frame = parent.get("frame")
+    parts: list[dict[str, Any]] = []
+    for ptype in ("think", "text"):
+        if answer[ptype]:
+            parts.append({"type": ptype, ptype: answer[ptype], "frame": frame})
+    for tc in answer["tool_calls"]:
+        parts.append({"type": "tool_call", "id": tc["id"], "name": tc["name"],
+                      "arguments": tc["arguments"], "extras": None, "frame": frame})
+    return {"where": f"{parent.get('where')}, subagent {answer['agent']} (tool call "
+                     f"{tool_call}) answer {n}",
+            "frame": frame, "agent": answer["agent"], "kind": "answer",
+            "id": answer.get("message_id"), "usage": answer["usage"], "parts": parts,
+            "error": None, "problem": None}
 
 
 def _names(tools: Sequence[tuple[Any, Any]]) -> str:

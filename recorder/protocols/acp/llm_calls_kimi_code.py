@@ -151,6 +151,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             elif title in SUBAGENT_TOOLS:
                 c["problem"] = (f"the model started a subagent ({title} tool call {call_id}); "
                                 f"ACP does not show the subagent's calls")
+                c.setdefault("subagents", []).append(call_id)  # its agent's journal has them
         elif kind == "tool_call_update":
             acp_id = str(update.get("toolCallId") or "")
             t = tools.get(acp_id)
