@@ -25,22 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .llm_calls import SUBAGENT_TOOLS, _obj, _prompt_text, _text_of
-
-_DONE = frozenset({"completed", "failed"})
-
-
-def _config_models(result: Mapping[str, Any]) -> tuple[list[dict[str, str]] | None, str | None]:
-    """The model select of a session's `configOptions`: its options as (alias, model name), and
-    the current alias."""
-    for opt in result.get("configOptions") or []:
-        opt = _obj(opt)
-        if opt.get("id") == "model" or opt.get("category") == "model":
-            offered = [{"id": str(_obj(o).get("value")), "name": str(_obj(o).get("name"))}
-                       for o in opt.get("options") or [] if _obj(o).get("value") is not None]
-            cur = opt.get("currentValue")
-            return offered or None, cur if isinstance(cur, str) else None
-    return None, None
+from .llm_calls import _DONE, SUBAGENT_TOOLS, _config_models, _obj, _prompt_text, _text_of
 
 
 def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict[str, Any]:
