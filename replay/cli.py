@@ -148,7 +148,7 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         recorded_command: bool = typer.Option(d["recorded_command"], "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
         live_llm: bool = typer.Option(d["live_llm"], "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
         write_llm_script: str | None = typer.Option(d["write_llm_script"], "--write-llm-script", help="write the pinned LLM's scripts (derived from the recording) to PATH", metavar="PATH"),
-        journal: str | None = typer.Option(d["journal"], "--journal", help="Kimi Code: the pinned LLM answers from the session's own journal (its wire.jsonl or session folder) instead of what the recording shows", metavar="PATH"),
+        journal: str | None = typer.Option(d["journal"], "--journal", help="Kimi Code: the pinned LLM answers from the session's own journal (its wire.jsonl, session folder, or ~/.kimi-code/sessions) instead of what the recording shows", metavar="PATH"),
         cwd: str | None = typer.Option(d["cwd"], "--cwd", help="work dir for the agent (default: a fresh copy of the recorded snapshot if there is one, else the current dir; recorded cwd with --recorded-command)"),
         env: list[str] = typer.Option(d["env"], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
         origin: list[str] = typer.Option(d["origin"], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),

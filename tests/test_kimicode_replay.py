@@ -137,13 +137,14 @@ def journal_of(db: Path) -> Path:
 
 
 def test_replays_green_twice_answered_from_the_journal(recorded, kc_peer, tmp_path):
-    """`--journal` (its session folder, then its wire.jsonl): the pinned model answers from the
+    """`--journal` (the sessions tree, then the session's wire.jsonl): the pinned model answers from the
     session's own journal, green twice with a fresh HOME and no model server; the answers
     carry what ACP does not show: each step's token usage and the provider's message id."""
     db, script = recorded
     node, main = kc_peer
     folder = journal_of(db)
-    for n, given in enumerate((folder, folder / "agents" / "main" / "wire.jsonl"), 1):
+    for n, given in enumerate((db.parent / "sessions", folder / "agents" / "main" / "wire.jsonl"),
+                              1):
         served = tmp_path / f"answers{n}.json"
         proc = replay(db, [str(node), str(main), "acp"], tmp_path / f"home{n}", "--journal",
                       str(given), "--write-llm-script", str(served))
@@ -161,8 +162,9 @@ def test_replays_green_twice_answered_from_the_journal(recorded, kc_peer, tmp_pa
 
 
 def test_a_journal_that_is_not_the_recordings_is_one_line(recorded, kc_peer, tmp_path):
-    """Another session's journal (the committed one), or the session's own cut after two
-    steps: refused before any agent runs, exit 2, one line naming the mismatch."""
+    """Another session's journal (the committed one), a sessions tree without the recorded
+    session, or the session's own journal cut after two steps: refused before any agent runs,
+    exit 2, one line naming the mismatch."""
     db, _ = recorded
     node, main = kc_peer
     other = next((Path(__file__).parent / "data" / "kimicode_sessions").glob("wd_*/session_*"))
@@ -174,6 +176,8 @@ def test_a_journal_that_is_not_the_recordings_is_one_line(recorded, kc_peer, tmp
     cut.write_text("".join(lines[:ends[1] + 1]), encoding="utf-8")
     for given, why in ((other, f"the journal is of session {other.name}, the recording's agent "
                                f"session is {journal_of(db).name}"),
+                       (other.parent.parent, f"no journal of session {journal_of(db).name} "
+                                             f"in it"),
                        (cut, "the journal has 2 model step(s), the recording 4: none for "
                              "prompt 1, answer 3")):
         proc = replay(db, [str(node), str(main), "acp"], tmp_path / "home", "--journal",

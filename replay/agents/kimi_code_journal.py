@@ -1,5 +1,6 @@
-"""Kimi Code's pinned model answered from the session's own journal (`wire-replay --journal PATH`,
-PATH a `wire.jsonl` or its session folder) instead of from what ACP showed.
+"""Kimi Code's pinned model answered from the session's own journal (`wire-replay --journal
+PATH`, PATH a `wire.jsonl`, its session folder, or the sessions tree holding it) instead of from
+what ACP showed.
 
 The journal (recorder/kimicode_journal.py) has each step's answer as the model gave it: the
 whole text and reasoning, the tool calls with the model's own argument text, the message id
@@ -19,6 +20,7 @@ recording's model calls (count, tool call ids and names), is refused: one line, 
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,15 +46,25 @@ HINT = ("give the journal of the recorded session (~/.kimi-code/sessions/wd_*/<i
 def journal_calls(rec: Recording, derived: Mapping[str, Any], path: str) -> tuple[dict, str]:
     """`derived` (the calls ACP shows) with each answer taken from the journal at `path`, and a
     note for the report. Raises InputError when the journal cannot be read or does not match."""
+    rec_sid = derived.get("session")
     journal = main_journal(path)
+    if journal is None and rec_sid and os.path.isdir(path):
+        # the sessions tree (~/.kimi-code/sessions) or a work dir's folder in it
+        found = [f for f in (glob.glob(os.path.join(glob.escape(path), "*", rec_sid))
+                             + [os.path.join(path, rec_sid)]) if main_journal(f)]
+        if not found:
+            raise InputError(f"--journal {path}: no journal of session {rec_sid} in it", HINT)
+        journal = main_journal(found[0])
+    if not os.path.exists(path):
+        raise InputError(f"--journal {path}: no such file or folder", HINT)
     if journal is None or not is_journal(journal):
         raise InputError(f"--journal {path}: not a Kimi Code journal (a wire.jsonl of format "
-                         f"1.5) or a session folder holding one", HINT)
+                         f"1.5), its session folder, or a sessions tree holding it", HINT)
     try:
         _, records = read_records(journal)
     except TranscriptError as e:
         raise InputError(f"--journal {path}: {e.message}", HINT) from None
-    sid, rec_sid = session_of(journal, records), derived.get("session")
+    sid = session_of(journal, records)
     if sid and rec_sid and sid != rec_sid:
         raise InputError(f"--journal {path}: the journal is of session {sid}, the recording's "
                          f"agent session is {rec_sid}", HINT)
