@@ -300,3 +300,24 @@ def test_the_users_skills_are_linked_and_their_model_variables_dropped(recorded,
     finally:
         pin.cleanup()
     assert not Path(pin.root).exists() and (home / ".agents" / "skills").is_dir()
+
+
+def test_the_mode_is_read_from_what_the_frames_say(recorded):
+    """The ACP adapter's `modes` part: the recording's mode is session/new's; a client's
+    session/set_mode or set_config_option and the agent's current_mode_update change it."""
+    db, _ = recorded
+    rec = load(str(db))
+    modes = rec.adapter.part("modes")
+    frames = [(m.direction, m.obj) for m in rec.msgs]
+    assert modes.mode_of(frames) == "default"
+    sid = next(m.obj["result"]["sessionId"] for m in rec.msgs
+               if m.direction == "a2c" and "sessionId" in (m.obj.get("result") or {}))
+    assert modes.mode_of(frames + [("c2a", {"jsonrpc": "2.0", "id": 9, "method": "session/set_mode",
+                                            "params": {"sessionId": sid, "modeId": "plan"}})]) == "plan"
+    assert modes.mode_of(frames + [("c2a", {"jsonrpc": "2.0", "id": 9,
+                                            "method": "session/set_config_option",
+                                            "params": {"sessionId": sid, "configId": "mode",
+                                                       "value": "auto"}})]) == "auto"
+    assert modes.mode_of(frames + [("a2c", {"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": sid, "update": {"sessionUpdate": "current_mode_update",
+                                     "currentModeId": "yolo"}}})]) == "yolo"
