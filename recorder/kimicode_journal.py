@@ -51,6 +51,26 @@ def agent_of(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+def main_journal(path: str) -> str | None:
+    """The main agent's journal of `path`: the journal file itself, or `<session>/agents/main/
+    wire.jsonl` of a session folder; None when `path` is neither."""
+    if os.path.isdir(path):
+        p = os.path.join(path, "agents", MAIN_AGENT, "wire.jsonl")
+        return p if os.path.isfile(p) else None
+    return path if os.path.isfile(path) else None
+
+
+def session_of(path: str, records: list[dict]) -> str | None:
+    """The session id a journal belongs to (ACP's sessionId, `session_<uuid>`): the runtime
+    binding an ACP session writes (`acp:<id>`), else the session folder's name."""
+    for r in records:
+        rid = r.get("runtimeId") if r["type"] == "runtime.set_binding" else None
+        if isinstance(rid, str) and rid.startswith("acp:"):
+            return rid[4:]
+    folder, _ = agent_of(path)
+    return os.path.basename(folder) if folder else None
+
+
 def read_records(path: str) -> tuple[dict, list[dict]]:
     """The metadata and the records of one journal. Raises TranscriptError on a bad line."""
     try:
@@ -107,6 +127,11 @@ def model_answers(path: str) -> Iterator[dict]:
     for a pinned model to serve the recorded answers again (the arguments are the model's own
     JSON text when the journal has it, from agent.message.appended, else the parsed args)."""
     _, records = read_records(path)
+    return answers_of(path, records)
+
+
+def answers_of(path: str, records: list[dict]) -> Iterator[dict]:
+    """`model_answers` of records already read from `path`."""
     _, agent = agent_of(path)
     raw_args: dict[str, str] = {}
     for r in records:
@@ -153,5 +178,5 @@ def _int(v: Any) -> Any:
         return v
 
 
-__all__ = ["MAIN_AGENT", "TOOL_CALL_ID", "is_journal", "agent_of", "read_records", "usage_of",
-           "model_answers"]
+__all__ = ["MAIN_AGENT", "TOOL_CALL_ID", "is_journal", "agent_of", "main_journal", "session_of",
+           "read_records", "usage_of", "model_answers", "answers_of"]

@@ -113,7 +113,7 @@ DEFAULTS: dict[str, Any] = {
     "agent": None, "session": None, "serve": False, "update": False, "output": None,
     "match_on": None, "ignore": [], "no_default_ignores": False,
     "on_unmatched": OnUnmatched.FAIL, "speed": 0.0, "frame_timeout": 30.0, "startup_timeout": None, "timeout": 600.0,
-    "recorded_command": False, "live_llm": False, "write_llm_script": None, "cwd": None,
+    "recorded_command": False, "live_llm": False, "write_llm_script": None, "journal": None, "cwd": None,
     "env": [], "origin": [], "report": None, "as_json": False, "quiet": False,
     "fork_at": None, "answer": None}
 
@@ -148,6 +148,7 @@ def typer_app(body: Callable[..., int] | None = None) -> Any:
         recorded_command: bool = typer.Option(d["recorded_command"], "--recorded-command", help="run the agent command stored in the recording, in the recorded cwd (it comes from the file: only for recordings you trust)"),
         live_llm: bool = typer.Option(d["live_llm"], "--live-llm", help="keep the agent's own configured model instead of pinning it to the recorded answers"),
         write_llm_script: str | None = typer.Option(d["write_llm_script"], "--write-llm-script", help="write the pinned LLM's scripts (derived from the recording) to PATH", metavar="PATH"),
+        journal: str | None = typer.Option(d["journal"], "--journal", help="Kimi Code: the pinned LLM answers from the session's own journal (its wire.jsonl, session folder, or ~/.kimi-code/sessions) instead of what the recording shows", metavar="PATH"),
         cwd: str | None = typer.Option(d["cwd"], "--cwd", help="work dir for the agent (default: a fresh copy of the recorded snapshot if there is one, else the current dir; recorded cwd with --recorded-command)"),
         env: list[str] = typer.Option(d["env"], "--env", help="KEY=VALUE for the agent's environment (repeatable)"),
         origin: list[str] = typer.Option(d["origin"], "--origin", help="a recording (.db or .jsonl) holding the session that created what SESSION reopens (ACP session/load); replayed first. SESSION's own .db (for NAME.jsonl: NAME.origin.jsonl beside it) is always searched (repeatable)"),
@@ -171,7 +172,7 @@ _VALUES = {"--session": "session", "-s": "session", "--output": "output", "-o": 
            "--match-on": "match_on", "--on-unmatched": "on_unmatched", "--speed": "speed",
            "--frame-timeout": "frame_timeout", "--startup-timeout": "startup_timeout",
            "--timeout": "timeout",
-           "--write-llm-script": "write_llm_script", "--cwd": "cwd", "--report": "report",
+           "--write-llm-script": "write_llm_script", "--journal": "journal", "--cwd": "cwd", "--report": "report",
            "--fork-at": "fork_at", "--answer": "answer"}
 _LISTS = {"--ignore": "ignore", "--env": "env", "--origin": "origin"}
 _FLOATS = ("speed", "frame_timeout", "startup_timeout", "timeout")
@@ -246,7 +247,8 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
                    timeout: float, recorded_command: bool,
                    live_llm: bool, write_llm_script: str | None, cwd: str | None,
                    env: list[str], origin: list[str], report: str | None, as_json: bool,
-                   quiet: bool, fork_at: str | None = None, answer: str | None = None) -> int:
+                   quiet: bool, fork_at: str | None = None, answer: str | None = None,
+                   journal: str | None = None) -> int:
     """wire-replay with its arguments parsed (by typer or `fast_args`)."""
     agent = list(agent or [])
     if (fork_at is None) != (answer is None):
@@ -254,6 +256,8 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
                          "answer to give it instead of the recorded one")
     if fork_at is not None and (serve or update):
         raise UsageError("--fork-at runs the agent: not with --serve or --update")
+    if serve and journal:
+        raise UsageError("--journal answers the pinned LLM of an agent replay: not with --serve")
     if serve and (update or agent or recorded_command):
         raise UsageError("--serve plays the agent itself: no agent command, --recorded-command "
                          "or --update with it")
@@ -267,7 +271,7 @@ def replay_command(session_file: str, agent: list[str] | None, session: str | No
                          speed=speed, frame_timeout=frame_timeout,
                          startup_timeout=startup_timeout, timeout=timeout,
                          recorded_command=recorded_command, live_llm=live_llm,
-                         write_llm_script=write_llm_script).validate()
+                         write_llm_script=write_llm_script, journal=journal).validate()
     if fork_at is not None and answer is not None:
         from .fork_cli import run_fork
 

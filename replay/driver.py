@@ -32,6 +32,7 @@ from .engine.effects import apply_effects
 from .engine.plan import Step as _Step
 from .engine.plan import plan_steps
 from .engine.verdict import TIMING_GAP_S, finish, timing_hint
+from .mode_note import name_the_mode
 from .origins import find_origins, resume_args
 from .recording import Recording, load
 from .result import CAUSES, STDERR_TAIL_LINES, LiveFrame, ReplayResult, stderr_tail
@@ -387,18 +388,20 @@ class _Setup:
             self.differences = list(self.plan.differences or [])
             self.notes += list(self.plan.notes or [])
         if not opts.live_llm:
-            self._pin(rec, argv, env)
+            self._pin(rec, argv, env, opts.journal)
         if opts.write_llm_script and self.pin is None:
             self.notes.append(f"--write-llm-script: nothing written to {opts.write_llm_script}: "
                               f"this agent's model is not pinned (not an agent replay knows how "
                               f"to pin, or its recording says nothing of the model)")
 
-    def _pin(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None) -> None:
+    def _pin(self, rec: Recording, argv: list[str], env: Mapping[str, str] | None,
+             journal: str | None = None) -> None:
         pin_llm = _optional("agents", "pin_llm")
         if pin_llm is None:
             return
         try:
-            self.pin = pin_llm(rec, list(argv), dict(env) if env is not None else None)
+            self.pin = pin_llm(rec, list(argv), dict(env) if env is not None else None,
+                               **({"journal": journal} if journal else {}))
         except BaseException:
             self.cleanup()
             raise
@@ -500,6 +503,7 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
                               own_model=setup.pin is None, engine=engine).run()
         # a recorded model leg: what the agent asked its model, compared (replay/agents)
         result.divergences[:0] = getattr(setup.pin, "divergences", list)()
+        name_the_mode(result, setup.pin)
         result.command = [*argv, *flags[-1]]
         for o, extra in zip(before, flags, strict=False):
             o.command = [*argv, *extra]

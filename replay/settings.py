@@ -53,6 +53,7 @@ class ReplayOptions:
     recorded_command: bool = False
     live_llm: bool = False  # keep the agent's own model instead of pinning it to the recording
     write_llm_script: str | None = None  # write the pinned LLM's scripts there
+    journal: str | None = None  # the agent's own journal the pinned LLM answers from
     # called from the replay loop every PROGRESS_EVERY_S or so (a CLI draws a progress line from
     # it); also for each origin session replayed first. It must be quick and must not raise.
     progress: Callable[[ReplayProgress], None] | None = None
@@ -72,6 +73,8 @@ class ReplayOptions:
         if self.live_llm and self.write_llm_script:
             raise UsageError("--write-llm-script writes the scripts of the pinned LLM: not with "
                              "--live-llm")
+        if self.live_llm and self.journal:
+            raise UsageError("--journal gives the pinned LLM its answers: not with --live-llm")
         return self
 
     def rules(self, adapter) -> tuple[IgnoreRule, ...]:

@@ -376,3 +376,35 @@ def test_journal_views_agree_with_the_acp_views(live):
             imp, "SELECT turn, arg_max(context_tokens, seq) AS used FROM token_usage "
                  "WHERE agent_id IS NULL GROUP BY turn ORDER BY turn")]
 
+
+
+def test_the_journal_pins_a_session_with_subagents(live, tmp_path):
+    """ACP does not show a subagent's model calls, so the proxy recording alone cannot pin this
+    session (exit 2, naming the Agent call); `wire-replay --journal` serves them from the
+    subagent's own journal, after the main answer that started each run, and the replay (fresh
+    HOME, no model server) is green."""
+    node, main = need(find_kimicode, "Kimi Code")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIMI_")}
+    env["HOME"] = str(home)
+    served = tmp_path / "answers.json"
+    head = [str(BIN / "wire-replay"), live["rec"], "--cwd", str(live["work"])]
+    tail = ["--", str(node), str(main), "acp"]
+    p = subprocess.run(head + tail, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2 and "ACP does not show the subagent's calls" in p.stderr, p.stderr
+    p = subprocess.run(head + ["--journal", str(live["session"]), "--write-llm-script",
+                               str(served)] + tail,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "the agent MATCHES the recording" in p.stdout
+    assert f"{len(USAGE)} step(s) of session {live['session'].name}" in p.stdout, p.stdout
+    answers = json.loads(served.read_text(encoding="utf-8"))
+    subs = [a["where"] for a in answers if "subagent agent-0" in a["where"]]
+    assert subs == ["prompt 2, answer 1, subagent agent-0 (tool call call-agent-1) answer 1",
+                    "prompt 2, answer 1, subagent agent-0 (tool call call-agent-1) answer 2",
+                    "prompt 2, answer 2, subagent agent-0 (tool call call-agent-2) answer 1"]
+    usage = [a["stream"][-1]["usage"] for a in answers]
+    assert [(u["prompt_tokens"], u["completion_tokens"]) for u in usage] == \
+        [u[:2] for u in USAGE]  # the order the model server answered, each with its usage
+    assert list(home.iterdir()) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def recorded(kc_peer, acp_python, tmp_path_factory):
                                       acp_python=acp_python, run=run)
             assert check_acp_scenario(sc, result) == [], result.client_stderr
             assert len(model.requests) == len(script)
+        # the session's own journal, kept beside the recording (the scratch HOME goes)
+        shutil.copytree(run.sessions_dir, db.parent / "sessions")
         yield db, script
     finally:
         run.cleanup()
@@ -127,6 +130,63 @@ def test_replays_green_twice_with_a_fresh_home_and_no_model_server(recorded, kc_
         assert list((tmp_path / f"home{n}").iterdir()) == []  # the user's HOME is untouched
 
 
+def journal_of(db: Path) -> Path:
+    """The recorded session's folder in the journal tree kept beside the recording."""
+    [main] = (db.parent / "sessions").glob("wd_*/session_*/agents/main/wire.jsonl")
+    return main.parent.parent.parent
+
+
+def test_replays_green_twice_answered_from_the_journal(recorded, kc_peer, tmp_path):
+    """`--journal` (the sessions tree, then the session's wire.jsonl): the pinned model answers from the
+    session's own journal, green twice with a fresh HOME and no model server; the answers
+    carry what ACP does not show: each step's token usage and the provider's message id."""
+    db, script = recorded
+    node, main = kc_peer
+    folder = journal_of(db)
+    for n, given in enumerate((db.parent / "sessions", folder / "agents" / "main" / "wire.jsonl"),
+                              1):
+        served = tmp_path / f"answers{n}.json"
+        proc = replay(db, [str(node), str(main), "acp"], tmp_path / f"home{n}", "--journal",
+                      str(given), "--write-llm-script", str(served))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "the agent MATCHES the recording" in proc.stdout
+        assert f"LLM answers from the journal {folder}/agents/main/wire.jsonl: 4 step(s) of " \
+               f"session {folder.name}" in proc.stdout, proc.stdout
+        answers = json.loads(served.read_text(encoding="utf-8"))
+        usage = [a["stream"][-1].get("usage") for a in answers]
+        assert [(u["prompt_tokens"], u["completion_tokens"]) for u in usage] == \
+            [(t["usage"][0], t["usage"][1]) for t in script]  # ACP: only after each prompt
+        ids = {c["id"] for a in answers for c in a["stream"]}
+        assert "chatcmpl-wire-replay" not in ids and len(ids) == len(script)
+        assert list((tmp_path / f"home{n}").iterdir()) == []
+
+
+def test_a_journal_that_is_not_the_recordings_is_one_line(recorded, kc_peer, tmp_path):
+    """Another session's journal (the committed one), a sessions tree without the recorded
+    session, or the session's own journal cut after two steps: refused before any agent runs,
+    exit 2, one line naming the mismatch."""
+    db, _ = recorded
+    node, main = kc_peer
+    other = next((Path(__file__).parent / "data" / "kimicode_sessions").glob("wd_*/session_*"))
+    own = journal_of(db) / "agents" / "main" / "wire.jsonl"
+    lines = own.read_text(encoding="utf-8").splitlines(keepends=True)
+    ends = [i for i, ln in enumerate(lines) if '"type":"step.end"' in ln]
+    cut = tmp_path / "cut" / "wire.jsonl"
+    cut.parent.mkdir()
+    cut.write_text("".join(lines[:ends[1] + 1]), encoding="utf-8")
+    for given, why in ((other, f"the journal is of session {other.name}, the recording's agent "
+                               f"session is {journal_of(db).name}"),
+                       (other.parent.parent, f"no journal of session {journal_of(db).name} "
+                                             f"in it"),
+                       (cut, "the journal has 2 model step(s), the recording 4: none for "
+                             "prompt 1, answer 3")):
+        proc = replay(db, [str(node), str(main), "acp"], tmp_path / "home", "--journal",
+                      str(given))
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert f"--journal {given}: {why}" in proc.stderr, proc.stderr
+
+
 def test_kimi_acp_on_path_is_kimi_code(recorded, kc_peer, tmp_path):
     db, _ = recorded
     node, main = kc_peer
@@ -178,8 +238,9 @@ def test_a_changed_mode_is_red_naming_the_missing_permission(recorded, kc_peer, 
     proc = replay(db, [str(node), str(main), "acp"], home)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     first = next(ln for ln in proc.stdout.splitlines() if ln.startswith("first divergence"))
-    assert 'turn 1: expected session/request_permission "Bash", the agent did not send it' \
-        in first, proc.stdout
+    assert 'turn 1: expected session/request_permission "Bash", the agent did not send it ' \
+        "(agent mode: yolo from the user's config (default_permission_mode); recorded: " \
+        "default)" in first, proc.stdout
     assert "agent config: " + str(home / ".kimi-code" / "config.toml") + \
         ', with only the model swapped; keeps default_permission_mode = "yolo"' in proc.stdout
 
@@ -239,3 +300,24 @@ def test_the_users_skills_are_linked_and_their_model_variables_dropped(recorded,
     finally:
         pin.cleanup()
     assert not Path(pin.root).exists() and (home / ".agents" / "skills").is_dir()
+
+
+def test_the_mode_is_read_from_what_the_frames_say(recorded):
+    """The ACP adapter's `modes` part: the recording's mode is session/new's; a client's
+    session/set_mode or set_config_option and the agent's current_mode_update change it."""
+    db, _ = recorded
+    rec = load(str(db))
+    modes = rec.adapter.part("modes")
+    frames = [(m.direction, m.obj) for m in rec.msgs]
+    assert modes.mode_of(frames) == "default"
+    sid = next(m.obj["result"]["sessionId"] for m in rec.msgs
+               if m.direction == "a2c" and "sessionId" in (m.obj.get("result") or {}))
+    assert modes.mode_of(frames + [("c2a", {"jsonrpc": "2.0", "id": 9, "method": "session/set_mode",
+                                            "params": {"sessionId": sid, "modeId": "plan"}})]) == "plan"
+    assert modes.mode_of(frames + [("c2a", {"jsonrpc": "2.0", "id": 9,
+                                            "method": "session/set_config_option",
+                                            "params": {"sessionId": sid, "configId": "mode",
+                                                       "value": "auto"}})]) == "auto"
+    assert modes.mode_of(frames + [("a2c", {"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": sid, "update": {"sessionUpdate": "current_mode_update",
+                                     "currentModeId": "yolo"}}})]) == "yolo"

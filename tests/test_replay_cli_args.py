@@ -14,7 +14,7 @@ PLAIN = [
     ["s.db", "-q", *A],
     ["s.jsonl", "--quiet", "--json", "--session", "NAME", "--speed", "1.5", *A],
     ["s.db", "-s", "x", "--frame-timeout=60", "--timeout", "10", "--on-unmatched", "reject", *A],
-    ["s.db", "--startup-timeout", "900", *A],
+    ["s.db", "--startup-timeout", "900", "--journal", "sessions/session_x", *A],
     ["s.db", "--ignore", "a.b", "--ignore=ApprovalRequest:payload.id", "--env", "K=V",
      "--env", "L=", "--origin", "o.db", "--cwd", "/w", "--report", "r.xml", *A],
     ["s.db", "--update", "-o", "out.db", "--match-on", "+,tool_call_id", "--live-llm",

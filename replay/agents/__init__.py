@@ -20,11 +20,14 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from wire_recorder.recorder.errors import InputError
+
 if TYPE_CHECKING:
     from ..recording import Recording
 
 # Kimi Code 2.x calls itself what kimi-cli does: asked first, it tells them apart by version
 AGENTS = ("kimi_code", "kimi")
+JOURNALS = ("kimi_code",)  # the agents whose pin takes its answers from a journal (--journal)
 
 
 class LlmPin:
@@ -51,12 +54,17 @@ class LlmPin:
         `path` (`--write-llm-script`), for inspection."""
         raise NotImplementedError
 
+    def agent_mode(self) -> tuple[str, str] | None:
+        """(mode, where it comes from) the agent is started in by this set-up (the user's
+        config it keeps), for a divergence to name (replay/mode_note.py); None: not known."""
+        return None
+
     def cleanup(self) -> None:
         raise NotImplementedError
 
 
-def pin_llm(rec: Recording, argv: Sequence[str],
-            env: Mapping[str, str] | None) -> LlmPin | None:
+def pin_llm(rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
+            journal: str | None = None) -> LlmPin | None:
     """A pinned LLM for the agent that made `rec`, with its scratch folder made; None when the
     recording was not made by an agent replay can pin, or its protocol says nothing of the
     model's answers. Raises an InputError when the recording cannot yield the answers."""
@@ -66,12 +74,23 @@ def pin_llm(rec: Recording, argv: Sequence[str],
     if recorded_leg is not None:
         from .llm_leg_pin import pin as leg_pin
 
+        if journal is not None:
+            raise InputError(f"--journal {journal}: this recording has the model's own "
+                             f"exchanges (wire-proxy --llm), which answer the replay",
+                             "replay without --journal")
         return leg_pin(rec, argv, env, recorded_leg)
-    if rec.adapter.part("llm_calls") is None:
+    if rec.adapter.part("llm_calls") is None and journal is None:
         return None
     for name in AGENTS:
         agent = importlib.import_module(f"{__name__}.{name}")
         if agent.recognises(rec):
-            pin: LlmPin = agent.pin(rec, argv, env)
+            if journal is not None and name not in JOURNALS:
+                break
+            pin: LlmPin = agent.pin(rec, argv, env, journal) if journal is not None \
+                else agent.pin(rec, argv, env)
             return pin
+    if journal is not None:
+        raise InputError(f"--journal {journal}: answers from a journal are for a recording of "
+                         f"Kimi Code 2.x; session {rec.session_id} was not made by it",
+                         "replay without --journal")
     return None

@@ -65,6 +65,10 @@ HOME_LINKS = (".kimi-code/skills", ".kimi-code/plugins", ".kimi-code/agents",
 # named in the notes, since a replay that differs because of them shows only the effect
 BEHAVIOUR_KEYS = ("default_permission_mode", "yolo", "plan_mode", "default_plan_mode",
                   "permission", "hooks")
+# the config keys that start the agent in another mode than `default`: a string names it, true
+# means the one given
+MODE_KEYS = {"default_permission_mode": "", "yolo": "yolo", "plan_mode": "plan",
+             "default_plan_mode": "plan"}
 # offline: no telemetry, no update check, no model catalog fetch
 OFFLINE_ENV = {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CODE_NO_AUTO_UPDATE": "1",
                "KIMI_CLI_NO_AUTO_UPDATE": "1", "KIMI_CODE_MODEL_CATALOG_REFRESH_ON_START": "0",
@@ -82,8 +86,9 @@ def recognises(rec: Recording) -> bool:
     return major.isdigit() and int(major) >= 2
 
 
-def pin(rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None) -> KimiCodePin:
-    return KimiCodePin(rec, argv, env)
+def pin(rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
+        journal: str | None = None) -> KimiCodePin:
+    return KimiCodePin(rec, argv, env, journal)
 
 
 def derive(rec: Recording) -> dict[str, Any]:
@@ -207,6 +212,16 @@ def pinned_config(config: Mapping[str, Any], model: Mapping[str, Any],
     return out
 
 
+def config_mode(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The permission mode the user's config starts the agent in, and which key says so."""
+    for key in MODE_KEYS:
+        value = config.get(key)
+        mode = value if isinstance(value, str) else MODE_KEYS[key] if value is True else None
+        if mode:
+            return mode, f"from the user's config ({key})"
+    return None
+
+
 def agent_env(env: Mapping[str, str] | None, home: str) -> dict[str, str]:
     out = {k: v for k, v in (os.environ if env is None else env).items()
            if k not in DROP_ENV and not k.startswith(DROP_ENV_PREFIXES)}
@@ -219,9 +234,15 @@ def agent_env(env: Mapping[str, str] | None, home: str) -> dict[str, str]:
 
 
 class KimiCodePin(LlmPin):
-    def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None):
+    def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
+                 journal: str | None = None):
         self.main = rec
         self.calls = derive(rec)
+        from_journal = None
+        if journal is not None:
+            from .kimi_code_journal import journal_calls
+
+            self.calls, from_journal = journal_calls(rec, self.calls, journal)
         answers_for(rec, self.calls["calls"], PathMap(None, None))  # refuse before any run
         self.server: LoopbackModel | None = None
         self._answers: list[dict[str, Any]] = []
@@ -247,6 +268,8 @@ class KimiCodePin(LlmPin):
                       + "".join(f"; keeps {k} = {json.dumps(v)}" for k, v in
                                 self._user_config.items() if k in BEHAVIOUR_KEYS)
                       + (f"; linked from HOME: {', '.join(linked)}" if linked else "")]
+        if from_journal:
+            self.notes.append(from_journal)
 
     def _link_home(self, data_dir: str | None, home: str | None) -> list[str]:
         linked = []
@@ -284,6 +307,9 @@ class KimiCodePin(LlmPin):
 
     def scripts(self) -> list[str]:
         return []  # every answer is served from loopback
+
+    def agent_mode(self) -> tuple[str, str] | None:
+        return config_mode(self._user_config)
 
     def answers(self) -> list[dict[str, Any]]:
         return json.loads(json.dumps(self._answers))

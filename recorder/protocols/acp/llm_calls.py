@@ -58,6 +58,19 @@ def _prompt_text(params: Any) -> str:
     return " ".join(str(_obj(b).get("text") or "") for b in blocks).strip()
 
 
+def _config_models(result: Mapping[str, Any]) -> tuple[list[dict[str, str]] | None, str | None]:
+    """The model select of a session's `configOptions`: its options as (alias, model name), and
+    the current alias."""
+    for opt in result.get("configOptions") or []:
+        opt = _obj(opt)
+        if opt.get("id") == "model" or opt.get("category") == "model":
+            offered = [{"id": str(_obj(o).get("value")), "name": str(_obj(o).get("name"))}
+                       for o in opt.get("options") or [] if _obj(o).get("value") is not None]
+            cur = opt.get("currentValue")
+            return offered or None, cur if isinstance(cur, str) else None
+    return None, None
+
+
 def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     models: list[dict[str, str]] | None = None
@@ -113,12 +126,10 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                               for x in offered if _obj(x).get("modelId") is not None]
                 cur = _obj(result["models"]).get("currentModelId")
                 current = cur if isinstance(cur, str) else current
-            for opt in result.get("configOptions") or []:  # Kimi Code 2.x: a model select
-                if _obj(opt).get("category") == "model" and isinstance(opt.get("options"), list):
-                    models = [{"id": str(_obj(x).get("value")), "name": str(_obj(x).get("name"))}
-                              for x in opt["options"] if _obj(x).get("value") is not None]
-                    cur = opt.get("currentValue")
-                    current = cur if isinstance(cur, str) else current
+            if "configOptions" in result:  # Kimi Code 2.x: a model select
+                offered, cur = _config_models(result)
+                models = offered or models
+                current = cur or current
             if key in prompts and m.kind == "error" and method == "session/prompt":
                 err = _obj(_obj(m.obj).get("error"))
                 data = err.get("data")

@@ -3,6 +3,7 @@ TypeScript successor of kimi-cli) says it: the part replay's pinned LLM (replay/
 kimi_code.py) serves back from a model on loopback. Same shape as llm_calls.py (kimi-cli's ACP):
 
     {"calls": [CALL, ...],
+     "session": "session_<uuid>" | None,                 # session/new's sessionId
      "model": {"max_context_size": int | None,          # usage_update's `size`
                "models": [{"id": "m", "name": "some-model"}, ...] | None,   # configOptions
                "current": "m" | None}}
@@ -24,22 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .llm_calls import SUBAGENT_TOOLS, _obj, _prompt_text, _text_of
-
-_DONE = frozenset({"completed", "failed"})
-
-
-def _config_models(result: Mapping[str, Any]) -> tuple[list[dict[str, str]] | None, str | None]:
-    """The model select of a session's `configOptions`: its options as (alias, model name), and
-    the current alias."""
-    for opt in result.get("configOptions") or []:
-        opt = _obj(opt)
-        if opt.get("id") == "model" or opt.get("category") == "model":
-            offered = [{"id": str(_obj(o).get("value")), "name": str(_obj(o).get("name"))}
-                       for o in opt.get("options") or [] if _obj(o).get("value") is not None]
-            cur = opt.get("currentValue")
-            return offered or None, cur if isinstance(cur, str) else None
-    return None, None
+from .llm_calls import _DONE, SUBAGENT_TOOLS, _config_models, _obj, _prompt_text, _text_of
 
 
 def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict[str, Any]:
@@ -47,6 +33,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
     models: list[dict[str, str]] | None = None
     current: str | None = None
     size: int | None = None
+    session: str | None = None  # the agent's sessionId (its journal's session folder)
     prompts: dict[bytes, int] = {}  # prompt id key -> its turn number
     turn = 0
     call: dict[str, Any] | None = None
@@ -90,6 +77,8 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             continue
         if m.kind in ("response", "error") and key is not None:
             result = _obj(_obj(m.obj).get("result"))
+            if client_requests.get(key) == "session/new" and isinstance(result.get("sessionId"), str):
+                session = session or result["sessionId"]
             if "configOptions" in result:
                 offered, cur = _config_models(result)
                 models = offered or models
@@ -147,6 +136,7 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
             elif title in SUBAGENT_TOOLS:
                 c["problem"] = (f"the model started a subagent ({title} tool call {call_id}); "
                                 f"ACP does not show the subagent's calls")
+                c.setdefault("subagents", []).append(call_id)  # its agent's journal has them
         elif kind == "tool_call_update":
             acp_id = str(update.get("toolCallId") or "")
             t = tools.get(acp_id)
@@ -169,5 +159,5 @@ def llm_calls(msgs: Sequence[Any], client_requests: Mapping[bytes, str]) -> dict
                 t["done"] = True
     for c in calls:
         c.pop("turn", None)
-    return {"calls": calls,
+    return {"calls": calls, "session": session,
             "model": {"max_context_size": size, "models": models, "current": current}}
