@@ -8,6 +8,7 @@ safe for where it shows them. Nothing here writes to the recording."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -71,12 +72,31 @@ def _exchanges(con: Any, sid: str, db_path: str) -> dict[int, dict[str, Any]]:
     return out
 
 
-def calls(ws: Any, sid: str, db_path: str, call: int | None = None,
-          chunk_times: bool = False) -> dict[str, Any]:
+def calls(ws: Any, sid: str, db_path: str, call: int | None = None) -> dict[str, Any]:
     """The session's model calls ({calls: [...]}); with `call`, that one with its bodies and
-    prompt diff, and its attempts (a retry is another exchange of the same call). `chunk_times`:
+    prompt diff, and its attempts (a retry is another exchange of the same call)."""
+    rows = _rows(ws, sid)
+    if call is None:
+        return {"calls": rows}
+    return next(details(ws, sid, db_path, [call], rows=rows))
+
+
+def details(ws: Any, sid: str, db_path: str, numbers: list[int], chunk_times: bool = False,
+            rows: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
+    """`calls(..., call=n)` for each n of `numbers`, the exchanges read once. `chunk_times`:
     each attempt also has its answer's pieces as received ([ms since the request, bytes], ...)
     and the names of the headers left out as secrets."""
+    rows = _rows(ws, sid) if rows is None else rows
+    index = {r["call"]: i for i, r in enumerate(rows)}
+    for call in numbers:
+        if call not in index:
+            raise ValueError(f"call={call} is not a model call of this session")
+    ex = _exchanges(ws.con, sid, db_path)
+    for call in numbers:
+        yield _detail(rows, index[call], ex, chunk_times)
+
+
+def _rows(ws: Any, sid: str) -> list[dict[str, Any]]:
     cur = ws.con.execute("SELECT * FROM llm_calls WHERE session_id = ? ORDER BY call", [sid])
     cols = [d[0] for d in cur.description]
     rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -87,12 +107,11 @@ def calls(ws: Any, sid: str, db_path: str, call: int | None = None,
         for r in rows:
             if r["turn"] is None:
                 r["turn"] = next((t for seq, t in reversed(starts) if seq <= r["seq"]), None)
-    if call is None:
-        return {"calls": rows}
-    ex = _exchanges(ws.con, sid, db_path)
-    at = next((i for i, r in enumerate(rows) if r["call"] == call), None)
-    if at is None:
-        raise ValueError(f"call={call} is not a model call of this session")
+    return rows
+
+
+def _detail(rows: list[dict[str, Any]], at: int, ex: dict[int, dict[str, Any]],
+            chunk_times: bool) -> dict[str, Any]:
     row = rows[at]
 
     def request_body(r: dict[str, Any]) -> str | None:

@@ -135,9 +135,10 @@ def call_lines(detail: dict[str, Any], width: int = 100, max_body: int = 4096) -
 def show_calls(ws: Any, sid: str, db_path: str, which: str, emit, width: int = 100,
                max_body: int = 4096) -> None:
     """Emit the lines of call `which` (its number, or `all`) of session `sid`."""
-    from .llm_detail import calls
+    from .llm_detail import calls, details
 
-    numbers = [r["call"] for r in calls(ws, sid, db_path)["calls"]]
+    rows = calls(ws, sid, db_path)["calls"]
+    numbers = [r["call"] for r in rows]
     if not numbers and which == "all":  # all of none: said, not an error (as a query's 0 rows)
         emit("[dim]no model calls: this session was recorded without its model leg "
              "(wire-proxy --llm)[/]")
@@ -155,6 +156,6 @@ def show_calls(ws: Any, sid: str, db_path: str, which: str, emit, width: int = 1
         if not wanted or wanted[0] not in numbers:
             raise InputError(f"--llm-call {short(which, 40)}: this session's model calls are "
                              f"1 to {max(numbers)}", "give one of them, or all")
-    for n in wanted:
-        for line in call_lines(calls(ws, sid, db_path, n, chunk_times=True), width, max_body):
+    for detail in details(ws, sid, db_path, wanted, chunk_times=True, rows=rows):
+        for line in call_lines(detail, width, max_body):
             emit(line)
