@@ -64,12 +64,16 @@ calls, direct, key = int(os.environ["BENCH_CALLS"]), os.environ["BENCH_DIRECT"],
 leg = os.environ["OPENAI_BASE_URL"]
 body = json.dumps({"model": os.environ["BENCH_MODEL"], "stream": True,
                    "messages": [{"role": "user", "content": "x" * int(os.environ["BENCH_BODY"])}]}).encode()
+bodies = [body]
+if os.environ.get("BENCH_BODIES"):  # a recording's request bodies, in turn
+    with open(os.environ["BENCH_BODIES"], "rb") as f:
+        bodies = [b.encode() for b in json.load(f)]
 
 def conn_for(base):
     u = urlsplit(base)
     return http.client.HTTPConnection(u.hostname, u.port), u.path.rstrip("/")
 
-def call(conn, path):
+def call(conn, path, body):
     t0 = time.perf_counter()
     conn.request("POST", path + "/chat/completions", body=body,
                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
@@ -92,7 +96,7 @@ for k in range(calls):
     order = ("leg", "direct") if k % 2 == 0 else ("direct", "leg")
     for way in order:
         conn, path = ways[way]
-        out[way].append(call(conn, path))
+        out[way].append(call(conn, path, bodies[k % len(bodies)]))
 sys.stderr.write(json.dumps(out) + "\n")
 """
 
@@ -256,6 +260,8 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=50, help="SSE events per answer")
     ap.add_argument("--body", type=int, default=2000,
                     help="bytes of prompt text per request (a real agent's are 40-85 KB)")
+    ap.add_argument("--bodies-from", metavar="DB", help="send the request bodies a "
+                    "recording made with --llm holds (e.g. a Kimi Code one), in turn")
     ap.add_argument("--agent", choices=("kimi", "kimi-code"), default="kimi",
                     help="kimi-code: a real Kimi Code session's calls through its leg")
     ap.add_argument("--no-redact", action="store_true",
@@ -282,6 +288,14 @@ def main() -> int:
                    "BENCH_DIRECT": info["base_url"], "BENCH_MODEL": info["model"],
                    "HOME": tmp}
             env.pop("OPENAI_BASE_URL", None)
+            if args.bodies_from:
+                sys.path.insert(0, ROOT)
+                from tests.harness.llm_leg import exchanges
+
+                bodies = [e["request"]["request_body"] for e in exchanges(args.bodies_from)]
+                env["BENCH_BODIES"] = os.path.join(tmp, "bodies.json")
+                with open(env["BENCH_BODIES"], "w", encoding="utf-8") as f:
+                    json.dump(bodies, f)
             t = time.perf_counter()
             p = subprocess.run([WIRE_PROXY, "--llm", "--db", os.path.join(tmp, "b.db"),
                                 "--wait", "120", "--", agent, "--config-file", cfg, "--wire"],
@@ -297,8 +311,9 @@ def main() -> int:
         return 1
     out = json.loads(lines[-1])
     print(f"{args.calls} calls each way, {args.events} SSE events per answer, "
-          f"{args.body:,} bytes of prompt, "
-          f"{os.cpu_count()} CPUs, {wall:.1f} s in all")
+          + (f"the request bodies of {args.bodies_from}, " if args.bodies_from else
+             f"{args.body:,} bytes of prompt, ")
+          + f"{os.cpu_count()} CPUs, {wall:.1f} s in all")
     print(f"{'':28}{'p50 ms':>10}{'p90 ms':>10}")
     for i, what in ((0, "first byte"), (1, "whole answer")):
         leg = [c[i] * 1e3 for c in out["leg"]]
