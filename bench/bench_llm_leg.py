@@ -13,6 +13,7 @@ paired differences (leg minus direct, call k against call k).
     .venv/bin/python bench/bench_llm_leg.py            # 200 calls each way, ~1 min
     .venv/bin/python bench/bench_llm_leg.py --calls 50 --events 200
     .venv/bin/python bench/bench_llm_leg.py --agent kimi-code --calls 100
+    .venv/bin/python bench/bench_llm_leg.py --bodies-from kc.db   # a recording's bodies
 
 `--agent kimi-code`: Kimi Code 2.x's leg. It is the same forwarder (recorder/llm_leg.py's
 ModelLeg and llm_forward.py's handler); what differs is how the agent is pointed (a scratch HOME
