@@ -135,7 +135,8 @@ show_app = make_app()
     "or followed live while it is recorded; or an HTML report.",
     ["wire-show demo.db --session multi_step",
      "wire-show demo.db --follow --wait 30",
-     "wire-show demo.db --html report.html"]))
+     "wire-show demo.db --html report.html",
+     "wire-show s.db --llm-call 2"]))
 def show_cmd(
     db: str = typer.Argument(..., metavar="DB", help="a recording (.db) or a transcript (.jsonl)"),
     session: str | None = typer.Option(None, "--session", "-s", help=SESSION_HELP),
@@ -148,7 +149,14 @@ def show_cmd(
     no_text: bool = typer.Option(False, "--no-text", help="hide text and thinking"),
     wait: float = typer.Option(0.0, "--wait", help="with --follow: wait this many seconds for "
                                "a recording to start"),
+    llm_call: str | None = typer.Option(None, "--llm-call", metavar="N|all", help="a session "
+                                        "recorded with wire-proxy --llm: model call N (or all) "
+                                        "as sent and streamed, with its prompt diff"),
+    max_body: int = typer.Option(4096, "--max-body", help="with --llm-call: show this many "
+                                 "bytes of a body or prompt diff at most"),
 ):
+    if llm_call is not None and (follow or html_out):
+        raise UsageError("--llm-call shows a finished recording: not with --follow or --html")
     from .output import Progress
     from .output import console as make_console
     from .show import follow as follow_live
@@ -191,13 +199,25 @@ def show_cmd(
             return
         sid = ws.resolve_session(session)
         from .export import _frames, _session_row
-        from .show import SHOW_MAX, left_out
+        if llm_call is not None:  # printed once the progress bar is gone
+            from .export import _source_file
+            from .show import header
+            from .show_llm_call import show_calls
 
-        # a big recording (10^7 frames) is shown up to SHOW_MAX frames, and says so: memory
-        # and time stay bounded whatever the file holds
-        row, frames = _session_row(ws, sid), _frames(ws, sid, limit=SHOW_MAX)
-        total = len(frames) if len(frames) < SHOW_MAX else ws.con.execute(
-            "SELECT count(*) FROM frames WHERE session_id = ?", [sid]).fetchall()[0][0]
+            held.append(header(_session_row(ws, sid)))
+            show_calls(ws, sid, _source_file(ws, sid), llm_call, held.append, width=width,
+                       max_body=max_body)
+        else:
+            from .show import SHOW_MAX, left_out
+
+            # a big recording (10^7 frames) is shown up to SHOW_MAX frames, and says so: memory
+            # and time stay bounded whatever the file holds
+            row, frames = _session_row(ws, sid), _frames(ws, sid, limit=SHOW_MAX)
+            total = len(frames) if len(frames) < SHOW_MAX else ws.con.execute(
+                "SELECT count(*) FROM frames WHERE session_id = ?", [sid]).fetchall()[0][0]
+    if llm_call is not None:
+        flush()
+        return
     show_frames(row, frames, emit, width=width, show_text=not no_text)
     if total > len(frames):
         emit(left_out(len(frames), total))
