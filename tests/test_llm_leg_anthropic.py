@@ -109,6 +109,11 @@ def test_an_anthropic_request_diff_names_system_tools_and_thinking():
     assert diffs[0].startswith("parameter thinking changed: \"<absent>\" → "), diffs
     assert diffs[1].startswith("system prompt changed at char 8: "), diffs
     assert diffs[2] == "tools: added SendDMail", diffs
+    # an OpenAI body (no top-level system) still has its system prompt in the messages
+    chat = {"model": "m", "messages": [{"role": "system", "content": "You are here."}]}
+    assert request_diffs(chat, {"model": "m", "messages": [
+        {"role": "system", "content": "You are there."}]}) == \
+        ['system prompt changed at char 8: "You are here." → "You are there."']
 
 
 # -- Kimi Code with an anthropic provider, recorded and replayed ----------------------------

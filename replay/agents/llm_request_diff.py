@@ -89,9 +89,9 @@ def request_diffs(recorded: dict[str, Any], live: dict[str, Any],
             out.append(f"parameter {k} changed: {json.dumps(a)} → {json.dumps(b)}")
     msgs_a = [m for m in rec.get("messages") or [] if isinstance(m, dict)]
     msgs_b = [m for m in now.get("messages") or [] if isinstance(m, dict)]
-    sys_a = "\n".join([_text(rec["system"])] * ("system" in rec) + [
+    sys_a = "\n".join(([_text(rec["system"])] if "system" in rec else []) + [
         _text(m.get("content")) for m in msgs_a if m.get("role") == "system"])
-    sys_b = "\n".join([_text(now["system"])] * ("system" in now) + [
+    sys_b = "\n".join(([_text(now["system"])] if "system" in now else []) + [
         _text(m.get("content")) for m in msgs_b if m.get("role") == "system"])
     if (change := text_change(sys_a, sys_b)) is not None:
         out.append(f"system prompt {change}")
