@@ -233,3 +233,25 @@ def test_kimi_cli_anthropic_is_relayed_without_the_leg_and_says_why(tmp_path):
     assert leg is None and env is None
     assert note == ("--llm: the model leg is not recorded: kimi takes no base URL from the "
                     "environment for a provider of type 'anthropic'")
+
+
+def test_kimi_code_anthropic_from_the_environment_is_pointed_by_its_base_url_variable():
+    """Kimi Code's config-less model (KIMI_MODEL_NAME, KIMI_MODEL_PROVIDER_TYPE=anthropic):
+    the leg points KIMI_MODEL_BASE_URL at the loopback and reads the answers as Anthropic's."""
+    from wire_recorder.recorder.llm_leg import prepare
+
+    node, main = need(find_kimicode, "Kimi Code")
+    env = {"HOME": "/nonexistent", "KIMI_MODEL_NAME": "claude-x", "KIMI_MODEL_API_KEY": "k",
+           "KIMI_MODEL_PROVIDER_TYPE": "anthropic",
+           "KIMI_MODEL_BASE_URL": "https://models.example.invalid/anthropic/"}
+    leg, agent_env, note = prepare([str(node), str(main), "acp"], env)
+    assert leg is not None and agent_env is not None, note
+    try:
+        up = leg.upstream
+        assert (up.dialect, up.provider_type, up.model) == ("anthropic-messages", "anthropic",
+                                                            "claude-x")
+        assert up.base_url == "https://models.example.invalid/anthropic"
+        assert agent_env["KIMI_MODEL_BASE_URL"] == leg.stand_in
+        assert agent_env["KIMI_MODEL_API_KEY"] == "k"  # the agent still sends its own key
+    finally:
+        leg.stop()
