@@ -5,13 +5,14 @@ needs no SSE parsing in SQL. A dialect this does not read gets {} (the body is s
 Usage is given in the neutral names the stdio views use (token_usage): input_other, output,
 input_cache_read, input_cache_creation, from OpenAI chat-completions usage (prompt_tokens
 includes the cached ones; cached_tokens in prompt_tokens_details or, as Moonshot sends it, in
-usage itself) and from OpenAI responses usage (input_tokens, input_tokens_details).
+usage itself) and from OpenAI responses usage (input_tokens, input_tokens_details); Anthropic
+messages (`anthropic-messages`) are read by llm_anthropic.py.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -89,8 +90,14 @@ def _chat_chunk(obj: dict[str, Any], out: dict[str, Any]) -> bool:
 def summarize(dialect: str, data: bytes, chunks: Sequence[Sequence[float]],
               content_type: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if dialect not in ("openai-chat", "openai-responses"):
+    if dialect not in ("openai-chat", "openai-responses", "anthropic-messages"):
         return out
+    fold: Callable[[dict[str, Any], dict[str, Any]], bool] = _chat_chunk
+    done: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    if dialect == "anthropic-messages":
+        from .llm_anthropic import finish, fold_event
+
+        fold, done = fold_event, finish
     if "event-stream" in content_type:
         ends = []  # byte offset where each chunk ends, for the time of an event
         total = 0
@@ -110,19 +117,19 @@ def summarize(dialect: str, data: bytes, chunks: Sequence[Sequence[float]],
             events += 1
             if isinstance(obj.get("response"), dict):  # responses API: the final object
                 obj = {**obj["response"], "id": obj["response"].get("id")}
-            said = _chat_chunk(obj, out)
+            said = fold(obj, out)
             if said and "first_token_ms" not in out:
                 i = next((k for k, e in enumerate(ends) if e >= end), len(ends) - 1)
                 if 0 <= i < len(chunks):
                     out["first_token_ms"] = chunks[i][0]
         out["events"] = events
         out["stream"] = True
-        return out
+        return done(out)
     try:
         obj = json.loads(data)
     except ValueError:
         return out
     if isinstance(obj, dict):
-        _chat_chunk(obj, out)
+        fold(obj, out)
         out["stream"] = False
-    return out
+    return done(out)

@@ -1,6 +1,11 @@
 """`wire-proxy --llm -- kimi acp`: the real kimi-cli over ACP recorded with its model leg
 against the streaming model server, then replayed from the recorded leg with the upstream
-stopped (green), and with an AGENTS.md added (red, naming the system prompt)."""
+stopped (green), with an AGENTS.md added (red, naming the system prompt) and with thinking on
+(red, naming reasoning_effort). `kimi acp` takes no options (no --thinking, --agent or
+--agent-file: kimi_cli/cli `acp()` has none, and ACPServer.new_session creates every session with
+the default agent file), so thinking is turned on the way an ACP user does it, in the config
+(`default_thinking = true`, what `--thinking` sets for one run), and another agent file cannot
+be given at all (test_kimi_acp_takes_no_agent_file)."""
 
 from __future__ import annotations
 
@@ -42,10 +47,15 @@ def acp_leg(kimi_exe, tmp_path_factory):
         name, cwd = case
         home = root / f"home-{name}"
         shutil.copytree(run.home, home)  # kimi acp reads its config and login from HOME
+        if name == "thinking":  # `kimi acp` takes no --thinking: the config's default
+            cfg = home / ".kimi" / "config.toml"
+            cfg.write_text("default_thinking = true\n" + cfg.read_text(encoding="utf-8"),
+                           encoding="utf-8")
         return name, run_cli(["--json", db, "--", run.kimi, "acp"], timeout=1200,
                              env={"HOME": str(home)}, cwd=cwd)
 
-    runs = dict(parallel(replay, [("green", work), ("agents_md", str(agents_md))], workers=2))
+    runs = dict(parallel(replay, [("green", work), ("agents_md", str(agents_md)),
+                                          ("thinking", work)], workers=2))
     return result, model, db, runs
 
 
@@ -67,3 +77,27 @@ def test_kimi_acp_replays_green_from_its_leg_and_red_with_an_agents_md(acp_leg):
     first = red["first_divergence"]
     assert first["where"] == "llm call 1" and "system prompt changed at char " in first["message"]
     assert "AGENTS.md" in first["message"], first
+
+
+
+def test_kimi_acp_replay_with_thinking_on_is_red_naming_reasoning_effort(acp_leg):
+    p = acp_leg[3]["thinking"]
+    report = json.loads(p.stdout)
+    assert p.returncode == 1, json.dumps(report)[-3000:]
+    first = report["first_divergence"]
+    assert first["kind"] == "model" and first["where"] == "llm call 1", first
+    assert "parameter reasoning_effort changed" in first["message"], first
+    # the client sees it too, later in the report: the session's model id says thinking
+    assert any("currentModelId: stream → stream,thinking" in d["message"]
+               for d in report["divergences"]), [d["message"] for d in report["divergences"]]
+
+
+def test_kimi_acp_takes_no_agent_file(kimi_exe):
+    """Why there is no `--agent okabe` red for `kimi acp`: kimi-cli 1.51 refuses the option
+    there (the deprecated `kimi --agent okabe --acp` answers every ACP request with an error)."""
+    import subprocess
+
+    for flag in (["--agent", "okabe"], ["--agent-file", "agent.yaml"]):
+        p = subprocess.run([str(kimi_exe), "acp", *flag], capture_output=True, text=True,
+                           timeout=600, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2 and "No such option" in p.stderr, (p.returncode, p.stderr)

@@ -19,7 +19,9 @@ from typing import Any
 from .llm_text import aligned, first_difference
 
 # OpenAI chat-completions (kimi-cli's `kimi`, `openai_legacy` providers; Kimi Code's `openai`
-# and `kimi`, whose prompt_cache_key is its session id)
+# and `kimi`, whose prompt_cache_key is its session id); Anthropic messages (Kimi Code's
+# `anthropic`: metadata.user_id), whose system prompt is the top-level `system` (a string or
+# text blocks) and whose tools are named at their top level
 VOLATILE_KEYS = frozenset({"prompt_cache_key", "user", "metadata", "safety_identifier"})
 VOLATILE_TEXT = (
     # the agent's clock (kimi-cli: "The current date and time in ISO format is `…`")
@@ -78,7 +80,7 @@ def request_diffs(recorded: dict[str, Any], live: dict[str, Any],
     if rec.get("model") != now.get("model"):
         out.append(f"model changed: {_show(str(rec.get('model')))} → "
                    f"{_show(str(now.get('model')))}")
-    skip = {"model", "messages", "tools", *VOLATILE_KEYS}
+    skip = {"model", "messages", "tools", "system", *VOLATILE_KEYS}
     for k in sorted((set(rec) | set(now)) - skip):
         a, b = rec.get(k, "<absent>"), now.get(k, "<absent>")
         if isinstance(a, str) and isinstance(b, str):
@@ -87,8 +89,10 @@ def request_diffs(recorded: dict[str, Any], live: dict[str, Any],
             out.append(f"parameter {k} changed: {json.dumps(a)} → {json.dumps(b)}")
     msgs_a = [m for m in rec.get("messages") or [] if isinstance(m, dict)]
     msgs_b = [m for m in now.get("messages") or [] if isinstance(m, dict)]
-    sys_a = "\n".join(_text(m.get("content")) for m in msgs_a if m.get("role") == "system")
-    sys_b = "\n".join(_text(m.get("content")) for m in msgs_b if m.get("role") == "system")
+    sys_a = "\n".join(([_text(rec["system"])] if "system" in rec else []) + [
+        _text(m.get("content")) for m in msgs_a if m.get("role") == "system"])
+    sys_b = "\n".join(([_text(now["system"])] if "system" in now else []) + [
+        _text(m.get("content")) for m in msgs_b if m.get("role") == "system"])
     if (change := text_change(sys_a, sys_b)) is not None:
         out.append(f"system prompt {change}")
     ta, tb = _tools(rec), _tools(now)

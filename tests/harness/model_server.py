@@ -17,6 +17,14 @@ real provider), and the server keeps every request body so a test can see what k
     cfg.write_text(model.config_toml())    # kimi --config-file cfg
     model.start(); ...; model.stop()
 
+With `dialect="anthropic"` the same script is served as Anthropic's Messages API does
+(`POST /v1/messages`, the key in `x-api-key`): `event: NAME` + `data:` SSE events message_start
+(id, model, input usage), ping, then one content block per reasoning (thinking_delta pieces and
+a signature_delta), text (text_delta pieces) and tool call (tool_use with empty input, then
+input_json_delta pieces), each content_block_start .. content_block_stop, then message_delta
+(stop_reason, output usage) and message_stop; an error is Anthropic's error object. Its
+base_url has no `/v1` (the Anthropic clients add `/v1/messages`).
+
 Only the standard library; 127.0.0.1 at a random port, only its own key.
 """
 
@@ -79,13 +87,51 @@ def sse_chunks(turn: dict[str, Any], model: str = MODEL) -> list[dict[str, Any]]
     return out
 
 
+def anthropic_events(turn: dict[str, Any], model: str = MODEL) -> list[tuple[str, dict[str, Any]]]:
+    """The (event name, data) pairs one answer streams as Anthropic's Messages API."""
+    prompt, completion, cached = turn["usage"] or (0, 0, 0)
+    msg_id = turn["id"].replace("chatcmpl-", "msg_")
+    out: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": {
+        "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": prompt - cached, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": cached, "output_tokens": 1}}}),
+        ("ping", {"type": "ping"})]
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if turn["think"]:
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""},
+                       [{"type": "thinking_delta", "thinking": p} for p in turn["think"]]
+                       + [{"type": "signature_delta", "signature": "sig-" + msg_id}]))
+    if turn["text"]:
+        blocks.append(({"type": "text", "text": ""},
+                       [{"type": "text_delta", "text": p} for p in turn["text"]]))
+    for c in turn["calls"]:
+        blocks.append(({"type": "tool_use", "id": c["id"], "name": c["name"], "input": {}},
+                       [{"type": "input_json_delta", "partial_json": p} for p in c["pieces"]]))
+    for i, (start, deltas) in enumerate(blocks):
+        out.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                             "content_block": start}))
+        out += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
+                for d in deltas]
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    out.append(("message_delta", {"type": "message_delta",
+                                  "delta": {"stop_reason": "tool_use" if turn["calls"]
+                                            else "end_turn", "stop_sequence": None},
+                                  "usage": {"output_tokens": completion}}))
+    out.append(("message_stop", {"type": "message_stop"}))
+    return out
+
+
 class StreamingModel:
     """Serves `turns` to the requests in the order they come; a request past the script gets a
     400 that names it (kimi fails the prompt with it), never a hang."""
 
-    def __init__(self, turns: Sequence[dict[str, Any]], model: str = MODEL):
+    def __init__(self, turns: Sequence[dict[str, Any]], model: str = MODEL,
+                 dialect: str = "openai"):
+        assert dialect in ("openai", "anthropic"), dialect
         self.turns = list(turns)
         self.model = model
+        self.dialect = dialect
         self.key = "sk-stream-" + secrets.token_hex(12)
         self.requests: list[dict[str, Any]] = []  # every chat request body, parsed
         self.headers: list[dict[str, str]] = []  # and its headers
@@ -96,7 +142,8 @@ class StreamingModel:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        root = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return root if self.dialect == "anthropic" else root + "/v1"
 
     def start(self) -> str:
         if self._server is None:
@@ -155,10 +202,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
-        if self.path.split("?", 1)[0] != "/v1/chat/completions":
+        anthropic = self.model.dialect == "anthropic"
+        route = "/v1/messages" if anthropic else "/v1/chat/completions"
+        if self.path.split("?", 1)[0] != route:
             self._error(404, f"no route {self.path}")
             return
-        if self.headers.get("Authorization") != f"Bearer {self.model.key}":
+        if (self.headers.get("x-api-key") != self.model.key if anthropic else
+                self.headers.get("Authorization") != f"Bearer {self.model.key}"):
             self._error(401, "Incorrect API key provided")
             return
         try:
@@ -173,12 +223,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(int(turn["status"]), str(turn["message"]))
         elif not body.get("stream"):
             self._error(400, "this model only streams")
+        elif anthropic:
+            self._stream_events(anthropic_events(turn, self.model.model))
         else:
             self._stream(sse_chunks(turn, self.model.model))
 
     def _error(self, status: int, message: str) -> None:
-        body = json.dumps({"error": {"message": message, "type": "server_error",
-                                     "code": str(status)}}).encode()
+        if self.model.dialect == "anthropic":
+            kind = {401: "authentication_error", 404: "not_found_error",
+                    529: "overloaded_error", 503: "overloaded_error"}.get(status, "api_error")
+            body = json.dumps({"type": "error",
+                               "error": {"type": kind, "message": message}}).encode()
+        else:
+            body = json.dumps({"error": {"message": message, "type": "server_error",
+                                         "code": str(status)}}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -195,6 +253,21 @@ class _Handler(BaseHTTPRequestHandler):
             for c in chunks:
                 self._chunk(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n")
             self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _stream_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for name, data in events:
+                self._chunk(f"event: {name}\ndata: ".encode()
+                            + json.dumps(data, ensure_ascii=False).encode() + b"\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
