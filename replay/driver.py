@@ -242,7 +242,7 @@ class _AgentReplay:
         now = time.monotonic()  # one reading for a chunk's lines: they came in one read
         for t_ns, raw, nl in items:
             self._frame("a2c", raw, nl, mono_ns=t_ns)
-            actions = self.engine.handle(E.AgentFrame(now, t_ns, raw, nl))
+            actions = self.engine.handle(E.PeerFrame(now, t_ns, raw, nl))
             if actions:
                 self._execute(actions)
 
@@ -292,7 +292,7 @@ class _AgentReplay:
                     continue
                 while True:
                     if item is _EOF:
-                        self._execute(eng.handle(E.AgentOutputClosed(time.monotonic())))
+                        self._execute(eng.handle(E.PeerClosed(time.monotonic())))
                         break
                     self._agent_output(item)
                     try:
