@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..compare import Divergence
     from ..recording import Recording
 
 # Kimi Code 2.x calls itself what kimi-cli does: asked first, it tells them apart by version
@@ -50,6 +51,12 @@ class LlmPin:
         """Write what answers the run (the scripts last written, or the answers served) to
         `path` (`--write-llm-script`), for inspection."""
         raise NotImplementedError
+
+    def divergences(self) -> list[Divergence]:
+        """What the agent asked its model that differs from the recording, per call, for the
+        result (after the run; [] where the pin does not compare the requests, as when the
+        answers come from the agent's own offline provider)."""
+        return []
 
     def cleanup(self) -> None:
         raise NotImplementedError
