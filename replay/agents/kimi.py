@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wire_recorder.recorder import kimi_config
-from wire_recorder.recorder.errors import InputError, OutputError
+from wire_recorder.recorder.errors import InputError
 from wire_recorder.recorder.toml_text import dumps as to_toml
 
 from ..normalize import WorkDirRewrite
-from . import LlmPin
+from .scratch import ScratchPin, write_json
 
 if TYPE_CHECKING:
     from ..recording import Recording
@@ -573,7 +573,7 @@ def _work_dir(argv: Sequence[str], base: str | None) -> str | None:
     return os.path.join(base or os.getcwd(), w[2])
 
 
-class KimiPin(LlmPin):
+class KimiPin(ScratchPin):
     def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None):
         self.main = rec
         self.calls = derive(rec)
@@ -679,17 +679,4 @@ class KimiPin(LlmPin):
         return json.loads(json.dumps(self._answers))
 
     def write_scripts(self, path: str) -> None:
-        what: Any = self._scripts if self.mode == "echo" else self._answers
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(what, f, ensure_ascii=False, indent=1)
-                f.write("\n")
-        except OSError as e:
-            raise OutputError(f"cannot write the LLM scripts to {path}: "
-                              f"{e.strerror or e}") from None
-
-    def cleanup(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        write_json(path, self._scripts if self.mode == "echo" else self._answers, "scripts")
