@@ -461,6 +461,21 @@ def test_serve_takes_an_ending_signal_as_the_end_of_the_session(tmp_path):
     assert pb.engine.silent  # nothing more goes to a client that has left
 
 
+def test_serve_hears_how_a_write_to_the_client_went_through_written(tmp_path):
+    """--serve's outcome of a SendFrame is the agent replay's Written: left (the client's ending
+    signal came while writing) makes the walk silent, not ok stops it."""
+    rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1), ("eof", None)])
+    pb = serve(rec, tmp_path)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, False, left=True) \
+        << A.AwaitClient(30.1)
+    assert pb.engine.silent and not pb.engine.stopped and pb.engine.stats["emitted"] == 0
+    pb = serve(rec, tmp_path)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, False) << A.Done()
+    assert pb.engine.stopped == "the client closed its input (our stdout)"
+
+
 # -- a fork: one recorded answer changed -----------------------------------------------------------
 def test_a_fork_gives_the_changed_answer_at_its_request_and_the_recorded_ones_elsewhere(tmp_path):
     from wire_recorder.replay.engine.fork import ForkEngine, changed_answer, fork_point
