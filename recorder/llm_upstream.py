@@ -13,7 +13,6 @@ model switched to mid-session (ACP `session/set_model`) talks to its provider di
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 
@@ -62,39 +61,16 @@ def _flag(argv: Sequence[str], names: Sequence[str]) -> str | None:
     return found
 
 
-def _load(text: str, where: str) -> dict:
-    import tomllib
-
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        error = e
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        return data
-    raise NoLeg(f"cannot read the agent's kimi config {where}: {error}")
-
-
 def kimi_config(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict, str]:
-    inline = _flag(argv, ("--config",))
-    if inline is not None:
-        return _load(inline, "given with --config"), "--config"
-    given = _flag(argv, ("--config-file",))
-    if given is not None:
-        path = os.path.abspath(os.path.expanduser(given))
-    else:
-        share = env.get("KIMI_SHARE_DIR") or os.path.join(env.get("HOME") or "~", ".kimi")
-        path = os.path.join(os.path.expanduser(share), "config.toml")
+    from . import kimi_config as kc
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return _load(f.read(), path), path
-    except FileNotFoundError:
-        raise NoLeg(f"no kimi config at {path}: the model's address is not known") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise NoLeg(f"cannot read the agent's kimi config {path}: {e}") from None
+        config, source = kc.load(argv, env)
+    except kc.KimiConfigError as e:
+        raise NoLeg(str(e)) from None
+    if config is None:
+        raise NoLeg(f"no kimi config at {source}: the model's address is not known")
+    return config, source
 
 
 def is_kimi(argv: Sequence[str]) -> bool:

@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from wire_recorder.recorder.errors import InputError, UsageError, UserError
 
@@ -46,6 +46,9 @@ from .settings import (
     startup_default,
 )
 from .workdir import recorded_workdir
+
+if TYPE_CHECKING:
+    from .agents import LlmPin
 
 # the names replay's other modules, its plugin and users import from here
 __all__ = [
@@ -243,7 +246,7 @@ class _AgentReplay:
         now = time.monotonic()  # one reading for a chunk's lines: they came in one read
         for t_ns, raw, nl in items:
             self._frame("a2c", raw, nl, mono_ns=t_ns)
-            actions = self.engine.handle(E.AgentFrame(now, t_ns, raw, nl))
+            actions = self.engine.handle(E.PeerFrame(now, t_ns, raw, nl))
             if actions:
                 self._execute(actions)
 
@@ -293,7 +296,7 @@ class _AgentReplay:
                     continue
                 while True:
                     if item is _EOF:
-                        self._execute(eng.handle(E.AgentOutputClosed(time.monotonic())))
+                        self._execute(eng.handle(E.PeerClosed(time.monotonic())))
                         break
                     self._agent_output(item)
                     try:
@@ -378,7 +381,7 @@ class _Setup:
         self.notes: list[str] = []
         self.differences: list[str] = []
         self.plan: Any = None
-        self.pin: Any = None
+        self.pin: LlmPin | None = None
         prepare = _optional("workdir", "prepare_workdir")
         if prepare is not None:
             # the snapshot is copied unless a dir was asked for (--cwd; not the recorded cwd
@@ -502,7 +505,8 @@ def _replay_session(recording: Recording | str | os.PathLike, agent: Sequence[st
         result = _AgentReplay(rec, s_argv, s_env, setup.cwd, opts, values,
                               own_model=setup.pin is None, engine=engine).run()
         # a recorded model leg: what the agent asked its model, compared (replay/agents)
-        result.divergences[:0] = getattr(setup.pin, "divergences", list)()
+        if setup.pin is not None:
+            result.divergences[:0] = setup.pin.divergences()
         name_the_mode(result, setup.pin)
         result.command = [*argv, *flags[-1]]
         for o, extra in zip(before, flags, strict=False):

@@ -27,8 +27,8 @@ import threading
 import time
 from typing import Any
 
-from .engine import serve_actions as A
-from .engine import serve_events as E
+from .engine import actions as A
+from .engine import events as E
 from .engine.serve_walk import ServeEngine
 from .recording import Recording, load
 from .result import LiveFrame, ReplayResult
@@ -142,14 +142,14 @@ class _Serve:
         if item is _EOF:
             self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
                                          event="client_eof", data={}))
-            return E.ClientEOF(now)
+            return E.PeerClosed(now)
         if item[0] == "signal":
             self.frames.append(LiveFrame("proxy", time.monotonic_ns(), time.time_ns(), b"",
                                          event="signal", data={"signal": item[1]}))
             return E.ClientSignal(now, item[1])
         t_ns, raw, nl = item
         self.frames.append(LiveFrame("c2a", t_ns, time.time_ns(), raw, nl))
-        return E.ClientFrame(now, t_ns, raw, nl)
+        return E.PeerFrame(now, t_ns, raw, nl)
 
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> ReplayResult:
@@ -157,12 +157,12 @@ class _Serve:
         self.reader.start()
         eng = self.engine
         try:
-            actions = eng.handle(E.Begin(t0, time.monotonic_ns()))
+            actions = eng.handle(E.Started(t0, time.monotonic_ns()))
             while actions and not eng.done:
                 last = actions[-1]  # the one that waits (Diverge: the engine keeps it)
-                if isinstance(last, A.Emit):
+                if isinstance(last, A.SendFrame):
                     how = self._emit(last.raw, last.newline)
-                    actions = eng.handle(E.Emitted(time.monotonic(), how))
+                    actions = eng.handle(E.Written(time.monotonic(), how == "ok", how == "left"))
                 elif isinstance(last, A.Sleep):
                     time.sleep(last.seconds)
                     actions = eng.handle(E.Tick(time.monotonic()))

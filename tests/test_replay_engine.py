@@ -18,8 +18,6 @@ import pytest
 
 from wire_recorder.replay.engine import actions as A
 from wire_recorder.replay.engine import events as E
-from wire_recorder.replay.engine import serve_actions as SA
-from wire_recorder.replay.engine import serve_events as SE
 from wire_recorder.replay.engine.core import HOLD_MAX_S, RACY_DELAY_CAP_S, STOP_GRACE_S, AgentEngine
 from wire_recorder.replay.engine.plan import plan_steps
 from wire_recorder.replay.engine.scheduler import Scheduler
@@ -28,7 +26,7 @@ from wire_recorder.replay.engine.verdict import finish
 from wire_recorder.replay.recording import Recording, load
 from wire_recorder.replay.settings import ReplayOptions
 
-OUTCOMES = (E.Written, E.SignalResult, E.Killed, E.AgentExited, SE.Emitted)
+OUTCOMES = (E.Written, E.SignalResult, E.Killed, E.AgentExited)
 
 
 class Playbook:
@@ -65,7 +63,7 @@ class Playbook:
 
     def agent(self, at: float, frame: dict | bytes) -> Playbook:
         raw = frame if isinstance(frame, bytes) else orjson.dumps(frame)
-        return self >> E.AgentFrame(at, int(at * 1e9), raw)
+        return self >> E.PeerFrame(at, int(at * 1e9), raw)
 
 
 # -- recordings ----------------------------------------------------------------------------------
@@ -173,7 +171,7 @@ def test_client_frames_wait_for_the_agent_frames_recorded_before_them(tmp_path):
         assert pb.agent(t, frame)
     assert pb.tick(0.5)  # the EOF waits for the prompt's response
     assert pb.agent(0.6, done(1)).tick(0.6) << A.CloseInput()
-    assert pb >> E.AgentOutputClosed(0.7)
+    assert pb >> E.PeerClosed(0.7)
     assert pb.tick(0.7) << A.Done()
     eng = pb.engine
     assert eng.stats["sent"] == 2 and eng.stopped is None
@@ -194,7 +192,7 @@ def test_an_unchanged_run_has_no_divergences(tmp_path):
         else:
             assert pb.agent(now, m.raw)
     assert pb.tick(now) << A.CloseInput()
-    assert pb >> E.AgentOutputClosed(now)
+    assert pb >> E.PeerClosed(now)
     assert pb.tick(now) << A.Done()
     assert finish(pb.engine, 0) == []
 
@@ -346,7 +344,7 @@ def test_the_whole_run_timeout_kills_the_agent(tmp_path):
     assert pb.agent(0.1, INIT_OK).tick(0.1) << sends("prompt") >> E.Written(0.1, True)
     assert pb.tick(10.0) << A.Kill() >> E.Killed(10.0, True)
     assert pb.tick(10.1)  # asked once
-    assert pb >> E.AgentOutputClosed(10.2)
+    assert pb >> E.PeerClosed(10.2)
     assert pb.tick(10.2) << A.ReapAgent(2.0) >> E.AgentExited(10.2, -9) << A.Done()
     divs = finish(pb.engine, -9)
     assert pb.engine.stopped == "whole-run timeout"
@@ -357,7 +355,7 @@ def test_an_agent_that_exits_before_answering_initialize_failed_its_set_up(tmp_p
     rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1), ("eof", None)])
     pb = engine(rec, tmp_path)
     assert pb.tick(0) << sends("initialize") >> E.Written(0, True)
-    assert pb >> E.AgentOutputClosed(0.5)
+    assert pb >> E.PeerClosed(0.5)
     assert pb.tick(0.5) << A.ReapAgent(2.0) >> E.AgentExited(0.5, 1) << \
         diverges("agent_exit", "exited (code 1) before the client sent", "init-1") << A.Done()
     assert pb.engine.setup_failed == "the agent exited (code 1) before answering initialize"
@@ -381,7 +379,7 @@ def test_a_recorded_signal_is_sent_after_its_recorded_delay(tmp_path):
     assert pb >> E.SignalResult(1.4, "SIGTERM", True) << A.CloseInput()
     assert pb.engine.signals_sent == ["SIGTERM"]
     # the agent ended by the signal: no EOF of the client's is owed
-    assert pb >> E.AgentOutputClosed(1.5)
+    assert pb >> E.PeerClosed(1.5)
     assert pb.tick(1.5) << A.Done()
     assert finish(pb.engine, -15) == []  # ended by SIGTERM, as recorded (143)
     assert "exited with code 3" in finish(pb.engine, 3)[-1].message
@@ -407,27 +405,27 @@ def serve(rec: Recording, tmp_path: Path, **opts: Any) -> ServePlaybook:
 
 class ServePlaybook(Playbook):
     def client(self, at: float, frame: dict) -> ServePlaybook:
-        self >> SE.ClientFrame(at, int(at * 1e9), orjson.dumps(frame))
+        self >> E.PeerFrame(at, int(at * 1e9), orjson.dumps(frame))
         return self
 
 
 def emits(frame: dict) -> Callable[[Any], bool]:
-    return lambda a: isinstance(a, SA.Emit) and orjson.loads(a.raw) == frame
+    return lambda a: isinstance(a, A.SendFrame) and orjson.loads(a.raw) == frame
 
 
 def test_serve_answers_the_client_as_the_recorded_agent_did(tmp_path):
     rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1, text("hello")),
                                ("eof", None)])
     pb = serve(rec, tmp_path)
-    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(30.0)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
     live_init = dict(INIT, id=7)  # the live client's own id: the response is re-addressed
     assert pb.client(0.1, live_init) << emits(dict(INIT_OK, id=7))
-    assert pb >> SE.Emitted(0.1, "ok") << SA.AwaitClient(30.1)
+    assert pb >> E.Written(0.1, True) << A.AwaitClient(30.1)
     assert pb.client(0.2, prompt(1)) << emits(event("TurnBegin", {"user_input": "hi"}))
     for frame in (text("hello"), event("TurnEnd"), done(1)):
-        assert pb >> SE.Emitted(0.2, "ok") << emits(frame)
-    assert pb >> SE.Emitted(0.2, "ok") << SA.AwaitClient(30.2)  # for the client's EOF
-    assert pb >> SE.ClientEOF(0.3) << SA.Done()
+        assert pb >> E.Written(0.2, True) << emits(frame)
+    assert pb >> E.Written(0.2, True) << A.AwaitClient(30.2)  # for the client's EOF
+    assert pb >> E.PeerClosed(0.3) << A.Done()
     pb.engine.leftovers()
     assert pb.engine.divs == [] and pb.engine.stats == {"received": 2, "emitted": 5,
                                                         "answers_checked": 0}
@@ -438,29 +436,44 @@ def test_serve_reports_a_changed_answer_and_a_client_that_is_late(tmp_path):
              ("c2a", approve("rec-1")), ("a2c", done(1)), ("eof", None)]
     rec = recording(tmp_path, lines)
     pb = serve(rec, tmp_path, frame_timeout=5.0)
-    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(5.0)
-    assert pb.client(0.1, INIT) << SA.Emit >> SE.Emitted(0.1, "ok") << SA.AwaitClient(5.1)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(5.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, True) << A.AwaitClient(5.1)
     assert pb.client(0.2, prompt(1)) << emits(approval("rec-1"))
     # (the recording's order, repaired: the recorded answer came in after the prompt's response)
-    assert pb >> SE.Emitted(0.2, "ok") << emits(done(1))
-    assert pb >> SE.Emitted(0.2, "ok") << SA.AwaitClient(5.2)
+    assert pb >> E.Written(0.2, True) << emits(done(1))
+    assert pb >> E.Written(0.2, True) << A.AwaitClient(5.2)
     assert pb.client(0.3, approve("rec-1", "reject")) << \
-        diverges("client", "answered", "'reject', recorded 'approve'") << SA.AwaitClient(5.3)
-    assert pb >> SE.Tick(5.3) << diverges("timeout", "waited 5s for the client to close its input") \
-        << SA.Done()
+        diverges("client", "answered", "'reject', recorded 'approve'") << A.AwaitClient(5.3)
+    assert pb >> E.Tick(5.3) << diverges("timeout", "waited 5s for the client to close its input") \
+        << A.Done()
     assert pb.engine.stopped == "client timeout"
 
 
 def test_serve_takes_an_ending_signal_as_the_end_of_the_session(tmp_path):
     rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1), ("eof", None)])
     pb = serve(rec, tmp_path)
-    assert pb >> SE.Begin(0.0, 0) << SA.AwaitClient(30.0)
-    assert pb.client(0.1, INIT) << SA.Emit >> SE.Emitted(0.1, "ok") << SA.AwaitClient(30.1)
-    assert pb >> SE.ClientSignal(0.2, "SIGTERM") << \
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, True) << A.AwaitClient(30.1)
+    assert pb >> E.ClientSignal(0.2, "SIGTERM") << \
         diverges("client", "ended the session (SIGTERM) instead of sending request prompt") \
-        << SA.Done()
+        << A.Done()
     assert pb.engine.stopped == "client ended the session early (SIGTERM)"
     assert pb.engine.silent  # nothing more goes to a client that has left
+
+
+def test_serve_hears_how_a_write_to_the_client_went_through_written(tmp_path):
+    """--serve's outcome of a SendFrame is the agent replay's Written: left (the client's ending
+    signal came while writing) makes the walk silent, not ok stops it."""
+    rec = recording(tmp_path, [("c2a", INIT), ("a2c", INIT_OK), *turn(1), ("eof", None)])
+    pb = serve(rec, tmp_path)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, False, left=True) \
+        << A.AwaitClient(30.1)
+    assert pb.engine.silent and not pb.engine.stopped and pb.engine.stats["emitted"] == 0
+    pb = serve(rec, tmp_path)
+    assert pb >> E.Started(0.0, 0) << A.AwaitClient(30.0)
+    assert pb.client(0.1, INIT) << A.SendFrame >> E.Written(0.1, False) << A.Done()
+    assert pb.engine.stopped == "the client closed its input (our stdout)"
 
 
 # -- a fork: one recorded answer changed -----------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from wire_recorder.recorder.errors import InputError
 
 if TYPE_CHECKING:
+    from ..compare import Divergence
     from ..recording import Recording
 
 # Kimi Code 2.x calls itself what kimi-cli does: asked first, it tells them apart by version
@@ -58,6 +59,12 @@ class LlmPin:
         """(mode, where it comes from) the agent is started in by this set-up (the user's
         config it keeps), for a divergence to name (replay/mode_note.py); None: not known."""
         return None
+
+    def divergences(self) -> list[Divergence]:
+        """What the agent asked its model that differs from the recording, per call, for the
+        result (after the run; [] where the pin does not compare the requests, as when the
+        answers come from the agent's own offline provider)."""
+        return []
 
     def cleanup(self) -> None:
         raise NotImplementedError

@@ -23,15 +23,15 @@ import os
 import re
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wire_recorder.recorder.errors import InputError, OutputError
+from wire_recorder.recorder import kimi_config
+from wire_recorder.recorder.errors import InputError
 from wire_recorder.recorder.toml_text import dumps as to_toml
 
 from ..normalize import WorkDirRewrite
-from . import LlmPin
+from .scratch import ScratchPin, write_json
 
 if TYPE_CHECKING:
     from ..recording import Recording
@@ -474,40 +474,13 @@ def _flag(argv: Sequence[str], names: Sequence[str]) -> tuple[int, int, str] | N
     return found
 
 
-def _parse_config(text: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        toml_error = e
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        return data
-    raise InputError(f"cannot read the agent's kimi config {where}: {toml_error}",
-                     "fix it, or give another with --config-file")
-
-
 def user_config(argv: Sequence[str], env: Mapping[str, str]) -> tuple[dict[str, Any], str | None]:
     """The kimi config the user's command would load, and where it is (None: none)."""
-    inline = _flag(argv, ("--config",))
-    if inline is not None:
-        return _parse_config(inline[2], "given with --config"), "--config"
-    given = _flag(argv, ("--config-file",))
-    if given is not None:
-        path = os.path.abspath(os.path.expanduser(given[2]))
-    else:
-        share = env.get("KIMI_SHARE_DIR") or os.path.join(env.get("HOME") or "~", ".kimi")
-        path = os.path.join(os.path.expanduser(share), "config.toml")
-    if not os.path.isfile(path):
-        return {}, None
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the agent's kimi config {path}: {e}") from None
-    return _parse_config(text, path), path
+        config, source = kimi_config.load(argv, env)
+    except kimi_config.KimiConfigError as e:
+        raise InputError(str(e), "fix it, or give another with --config-file") from None
+    return (config, source) if config is not None else ({}, None)
 
 
 def _model_key(acp_id: str) -> tuple[str, bool]:
@@ -600,7 +573,7 @@ def _work_dir(argv: Sequence[str], base: str | None) -> str | None:
     return os.path.join(base or os.getcwd(), w[2])
 
 
-class KimiPin(LlmPin):
+class KimiPin(ScratchPin):
     def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None):
         self.main = rec
         self.calls = derive(rec)
@@ -706,17 +679,4 @@ class KimiPin(LlmPin):
         return json.loads(json.dumps(self._answers))
 
     def write_scripts(self, path: str) -> None:
-        what: Any = self._scripts if self.mode == "echo" else self._answers
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(what, f, ensure_ascii=False, indent=1)
-                f.write("\n")
-        except OSError as e:
-            raise OutputError(f"cannot write the LLM scripts to {path}: "
-                              f"{e.strerror or e}") from None
-
-    def cleanup(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        write_json(path, self._scripts if self.mode == "echo" else self._answers, "scripts")

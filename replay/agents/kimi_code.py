@@ -27,9 +27,8 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wire_recorder.recorder.errors import InputError, OutputError
+from wire_recorder.recorder.errors import InputError
 
-from . import LlmPin
 from .kimi import (
     LIVE_LLM_HINT,
     SERVER_NAMES,
@@ -39,6 +38,7 @@ from .kimi import (
     mapped_args,
     to_toml,
 )
+from .scratch import ScratchPin, write_json
 
 if TYPE_CHECKING:
     from ..recording import Recording
@@ -233,7 +233,7 @@ def agent_env(env: Mapping[str, str] | None, home: str) -> dict[str, str]:
     return out
 
 
-class KimiCodePin(LlmPin):
+class KimiCodePin(ScratchPin):
     def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
                  journal: str | None = None):
         self.main = rec
@@ -315,16 +315,4 @@ class KimiCodePin(LlmPin):
         return json.loads(json.dumps(self._answers))
 
     def write_scripts(self, path: str) -> None:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(self._answers, f, ensure_ascii=False, indent=1)
-                f.write("\n")
-        except OSError as e:
-            raise OutputError(f"cannot write the LLM answers to {path}: "
-                              f"{e.strerror or e}") from None
-
-    def cleanup(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        write_json(path, self._answers, "answers")

@@ -13,11 +13,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wire_recorder.recorder.errors import InputError, OutputError
+from wire_recorder.recorder.errors import InputError
 from wire_recorder.recorder.llm_upstream import NoLeg, find
 
 from . import LlmPin
 from .llm_request_diff import request_diffs
+from .scratch import write_json
 
 if TYPE_CHECKING:
     from ..compare import Divergence
@@ -173,13 +174,7 @@ class LegPin(LlmPin):
         return []
 
     def write_scripts(self, path: str) -> None:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(self._served, f, ensure_ascii=False, indent=1)
-                f.write("\n")
-        except OSError as e:
-            raise OutputError(f"cannot write the LLM exchanges to {path}: "
-                              f"{e.strerror or e}") from None
+        write_json(path, self._served, "exchanges")
 
     def cleanup(self) -> None:
         if self.server is not None:

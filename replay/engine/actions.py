@@ -1,7 +1,8 @@
 """What the replay engine asks of its runner (the IO side), in order. Some ask for an outcome:
 the runner executes them and hands the outcome back as an event (engine.events) right away,
 before the next action; the engine then goes on where it was (SendSignal, ReapAgent end the
-list they are in, as what follows depends on their outcome)."""
+list they are in, as what follows depends on their outcome). --serve's walk (engine.serve_walk)
+asks for the same with its peer, the client: SendFrame, Sleep and AwaitClient end its list."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ class Action:
 
 @dataclass(frozen=True)
 class SendFrame(Action):
-    """Write one of the recorded client's frames to the agent's stdin (outcome: Written)."""
+    """Write a frame to the peer (outcome: Written): one of the recorded client's frames to the
+    agent's stdin, or (--serve) one of the recorded agent's to the client, on our stdout."""
 
     raw: bytes
     newline: bool = True
@@ -81,3 +83,18 @@ class Stop(Action):
 @dataclass(frozen=True)
 class Done(Action):
     """The run is over: the runner leaves its loop."""
+
+
+@dataclass(frozen=True)
+class Sleep(Action):
+    """--serve: keep the recorded gap before the next agent frame (--speed; outcome: Tick)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class AwaitClient(Action):
+    """--serve: wait for the client's next frame, EOF or signal, until `deadline` (then a
+    Tick)."""
+
+    deadline: float

@@ -119,11 +119,11 @@ class AgentEngine:
         """Take one event; the actions it calls for, in order. An action that asks for an
         outcome (actions.py) is the last of its list: the outcome, handed back, goes on."""
         self._out = []
-        if isinstance(event, E.AgentFrame):  # the most frequent first
+        if isinstance(event, E.PeerFrame):  # the most frequent first
             self._on_frame(event.now, event.t_ns, event.raw, event.newline)
         elif isinstance(event, E.Tick):
             self._tick(event.now)
-        elif isinstance(event, E.AgentOutputClosed):
+        elif isinstance(event, E.PeerClosed):
             self.stdout_eof = True
         elif isinstance(event, E.Written):
             if event.ok:

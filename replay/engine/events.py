@@ -1,5 +1,8 @@
 """What the runner tells the replay engine: something happened at `now` (its monotonic clock,
-in seconds). The engine answers each with a list of actions (engine.actions)."""
+in seconds). The engine answers each with a list of actions (engine.actions).
+
+One vocabulary for both directions: the peer is the agent when replaying against it
+(engine.core), the client when standing in for the agent (--serve, engine.serve_walk)."""
 
 from __future__ import annotations
 
@@ -13,14 +16,16 @@ class Event:
 
 @dataclass(frozen=True)
 class Started(Event):
-    """The agent process is running; `t_ns` is the clock frames are timed against."""
+    """The agent process is running (--serve: the walk begins); `t_ns` is the clock frames are
+    timed against."""
 
     t_ns: int
 
 
 @dataclass(frozen=True)
-class AgentFrame(Event):
-    """A line from the agent's stdout (newline: it ended in one; the last may not)."""
+class PeerFrame(Event):
+    """A line from the peer: the agent's stdout, or (--serve) the client's frames on our stdin
+    (newline: it ended in one; the last may not)."""
 
     t_ns: int
     raw: bytes
@@ -28,8 +33,9 @@ class AgentFrame(Event):
 
 
 @dataclass(frozen=True)
-class AgentOutputClosed(Event):
-    """EOF on the agent's stdout (it exited, or closed it)."""
+class PeerClosed(Event):
+    """EOF on the peer's output: the agent's stdout (it exited, or closed it), or (--serve) the
+    client closed its output, our stdin."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +45,12 @@ class Tick(Event):
 
 @dataclass(frozen=True)
 class Written(Event):
-    """The outcome of a SendFrame or Answer: ok False when the agent's stdin is broken."""
+    """The outcome of a SendFrame or Answer: ok False when the peer's input is broken (nobody
+    reads it any more); left (--serve): the client's ending signal came while writing, so nothing
+    more goes to it."""
 
     ok: bool
+    left: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,3 +85,11 @@ class ExitOverdue(Event):
     """The agent did not exit within `waited` seconds of its input closing; it was killed."""
 
     waited: float
+
+
+@dataclass(frozen=True)
+class ClientSignal(Event):
+    """--serve: the client ended the session with a signal (SIGTERM, SIGINT, SIGHUP), as EOF
+    does."""
+
+    name: str

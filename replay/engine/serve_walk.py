@@ -5,7 +5,8 @@ live request ids), and wherever the recorded agent waited for the client — for
 answer to one of its requests, or for the end of input — it waits for the live client and checks
 what it sent against the recording. The runner (replay.serve) owns stdin, stdout, the signals
 and the clock: it hands the engine the client's frames, its EOF or ending signal, and the time
-(serve_events), and carries out what the engine asks (serve_actions).
+(engine.events), and carries out what the engine asks (engine.actions): the agent replay's
+vocabulary, with the client as the peer.
 
 The walk is a generator (as mitmproxy's layers are): where the original loop blocked, it yields
 an action that asks for an outcome, and the engine resumes it with the next event.
@@ -23,8 +24,8 @@ from ..labels import describe, field_diff
 from ..normalize import Normalizer, WorkDirRewrite, environment_values, rerooted_command
 from ..recording import Msg, Recording, parse_msg
 from ..settings import ReplayOptions
-from . import serve_actions as A
-from . import serve_events as E
+from . import actions as A
+from . import events as E
 
 Walk = Generator[A.Action, Any, None]
 
@@ -74,17 +75,17 @@ class ServeEngine:
     # -- events in, actions out ----------------------------------------------------------------
     def handle(self, event: E.Event) -> list[A.Action]:
         """Take one event; the actions it calls for. The last one is Done, or one that waits
-        for an outcome (Emit, Sleep, AwaitClient): the next event resumes the walk."""
+        for an outcome (SendFrame, Sleep, AwaitClient): the next event resumes the walk."""
         self._out = []
         self.now = event.now
-        if isinstance(event, E.Begin):
+        if isinstance(event, E.Started):
             self.t0_ns = event.t_ns
             self.hard_deadline = event.now + self.opts.timeout
             self._walk = self._run()
             self._resume(None)
-        elif isinstance(event, E.Emitted):
-            self._resume(event.how)
-        elif isinstance(event, E.ClientFrame | E.ClientEOF | E.ClientSignal):
+        elif isinstance(event, E.Written):
+            self._resume(event)
+        elif isinstance(event, E.PeerFrame | E.PeerClosed | E.ClientSignal):
             self._absorb(event)
             self._resume(None)
         elif isinstance(event, E.Tick):
@@ -104,11 +105,11 @@ class ServeEngine:
             self._out.append(A.Done())
 
     def _absorb(self, event: E.Event) -> None:
-        if isinstance(event, E.ClientEOF):
+        if isinstance(event, E.PeerClosed):
             self.client_eof = True
         elif isinstance(event, E.ClientSignal):
             self.client_eof, self.ended_by, self.silent = True, event.name, True
-        elif isinstance(event, E.ClientFrame):
+        elif isinstance(event, E.PeerFrame):
             m = parse_msg(event.raw, "c2a", (event.t_ns - self.t0_ns) / 1e9, event.newline,
                           self.rec.adapter)
             m.index = self.n_live
@@ -124,10 +125,10 @@ class ServeEngine:
     def _emit(self, raw: bytes, newline: bool = True) -> Walk:
         if self.silent:
             return  # the client has gone: nobody reads, and a full pipe would block us
-        how = yield A.Emit(raw, newline)
-        if how == "left":  # an ending signal came while writing: nothing more goes out
+        written = yield A.SendFrame(raw, newline)
+        if written.left:  # an ending signal came while writing: nothing more goes out
             self.silent = True
-        elif how == "broken":
+        elif not written.ok:
             self.stopped = "the client closed its input (our stdout)"
             raise _Stop
         else:
