@@ -88,3 +88,33 @@ def test_a_stale_set_is_replaced_and_readers_never_use_it(tmp_path):
         (VIEWS_VERSION,)
     assert "bogus" not in [d[0] for d in con.execute("select * from turns").description]
     assert con.execute("select count(*) from sessions").fetchone() == (2,)
+
+
+def _parts(db: str) -> tuple[str, str]:
+    """The protocols the stored set has parts for, and the stored query of `tool_calls`."""
+    con = duckdb.connect(db, read_only=True)
+    try:
+        (have,) = con.execute("select value from meta where key = 'analysis_views_protocols'"
+                              ).fetchone()
+        (query,) = con.execute("select macro_definition from duckdb_functions() "
+                               "where function_name = 'wr_view_tool_calls'").fetchone()
+        assert con.execute("select count(*) from tool_calls").fetchone() == (0,)
+    finally:
+        con.close()
+    return have, query
+
+
+def test_a_file_holds_the_parts_of_its_sessions_protocols_only(tmp_path):
+    """A Wire recording carries no ACP or MCP SQL (half the file of a short session); a session
+    of another protocol stored later in the same file brings its parts."""
+    db = str(tmp_path / "mixed.db")
+    hello = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
+    for proto in ("wire", "acp"):
+        p = run_proxy(["-q", "--protocol", proto, "--db", db, "--", *echo_agent_cmd()], hello)
+        assert p.returncode == 0, p.stderr
+        have, query = _parts(db)
+        if proto == "wire":
+            assert have == "wire" and "'wire'" in query and "'acp'" not in query
+            assert "'mcp'" not in query
+    assert have == "acp,wire" and "'wire'" in query and "'acp'" in query
+    assert "'mcp'" not in query
