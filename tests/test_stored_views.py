@@ -118,3 +118,31 @@ def test_a_file_holds_the_parts_of_its_sessions_protocols_only(tmp_path):
             assert "'mcp'" not in query
     assert have == "acp,wire" and "'wire'" in query and "'acp'" in query
     assert "'mcp'" not in query
+
+
+def _tree(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    """DuckDB's parse of sql, without where in the text each part was."""
+    got = json.loads(con.execute("select json_serialize_sql(?)", [sql]).fetchone()[0])
+    assert not got["error"], got
+
+    def strip(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if not k.startswith("query_location")}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return strip(got)
+
+
+def test_the_stored_sql_parses_as_the_views_sql():
+    """What a file stores of each view (minified: no comments, no spare spaces) is the same
+    statement to DuckDB as the view's SQL, for every protocol's parts; a string that holds what
+    looks like a comment keeps it."""
+    from wire_recorder.analysis.stored_views import minified
+    from wire_recorder.analysis.views import VIEW_NAMES, view_sql
+
+    con = duckdb.connect()
+    for name in VIEW_NAMES:
+        query = view_sql(name).split(" AS\n", 1)[1]
+        short = minified(query)
+        assert len(short) < len(query) and _tree(con, short) == _tree(con, query), name
+    sql = "SELECT a - -1 AS x, 'it''s -- not /* a */ comment' AS y -- one\nFROM t /* two */"
+    assert minified(sql) == "SELECT a - - 1 AS x,'it''s -- not /* a */ comment' AS y FROM t"
