@@ -42,7 +42,7 @@ installs the views into files named after every qualifier used in the SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib.resources import files
 
 import duckdb
@@ -186,13 +186,14 @@ def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
     return None if row is None else row[0]
 
 
-def store_views(con: duckdb.DuckDBPyConnection) -> bool:
+def store_views(con: duckdb.DuckDBPyConnection,
+                protocols: Iterable[str | None] | None = None) -> bool:
     """Store the views in a recording opened for writing (a `Store`'s connection), unless the
-    current set is there already. True when they were (re)installed."""
-    if stored_version(con) == VIEWS_VERSION:
-        return False
-    install_views(con)
-    return True
+    current set is there already, with the parts of `protocols` (None: every protocol's). True
+    when they were (re)installed. (How they are stored: analysis/stored_views.py.)"""
+    from . import stored_views
+
+    return stored_views.store_views(con, protocols)
 
 
 def refresh(path: str) -> bool:
@@ -201,5 +202,7 @@ def refresh(path: str) -> bool:
     (re)installed."""
     from wire_recorder.recorder.store import open_store
 
+    from . import stored_views
+
     with open_store(path) as store:
-        return store_views(store.con)
+        return store_views(store.con, stored_views.file_protocols(store.con))

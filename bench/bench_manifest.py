@@ -4,9 +4,10 @@
 
 Printed per folder (medians over the runs): the loader's wall time (its process from start to
 exit, polled in /proc), its CPU time (user + system, last seen before it exits), the command's
-end-to-end time (launch -> exit: the recording complete), and the bytes of the DB left beside
-it. The bar: from 10k files the DB <= 256 KB and the loader's wall time within 2x of the empty
-folder's.
+end-to-end time (launch -> exit: the recording complete), the bytes of the DB left beside
+it, and of them the catalog's (DuckDB's metadata blocks in use: mostly the analysis views the
+loader stores, docs/design.md). The bar: from 10k files the DB <= 256 KB and the loader's wall
+time within 2x of the empty folder's.
 
     .venv/bin/python bench/bench_manifest.py             # 7 runs each, ~1 min
     .venv/bin/python bench/bench_manifest.py --files 20000 --runs 3
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import WIRE_PROXY  # noqa: E402
@@ -85,11 +88,17 @@ def one(folder: str) -> dict:
     p.wait()
     size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                if f.startswith(os.path.basename(db)))
+    con = duckdb.connect(db, read_only=True)
+    sub = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0] // 64
+    catalog = sum((64 - len(free)) * sub
+                  for *_, free in con.execute("PRAGMA metadata_info").fetchall())
+    con.close()
     for f in os.listdir(folder):
         if f.startswith(os.path.basename(db)):
             os.unlink(os.path.join(folder, f))
     return {"loader_s": (last - first) if seen and first and last else float("nan"),
-            "loader_cpu_s": cpu, "end_to_end_s": end - t0, "db_bytes": size}
+            "loader_cpu_s": cpu, "end_to_end_s": end - t0, "db_bytes": size,
+            "catalog_bytes": catalog}
 
 
 def main() -> None:
@@ -108,13 +117,13 @@ def main() -> None:
                 res[name].append(one(folder))
         print(f"load average {os.getloadavg()[0]:.1f}; {args.runs} runs each, interleaved")
         print(f"{'folder':<16}{'loader s':>10}{'loader cpu s':>14}{'end-to-end s':>14}"
-              f"{'DB bytes':>11}")
+              f"{'DB bytes':>11}{'catalog':>10}")
         med = {}
         for name, label in (("empty", "empty"), ("big", f"{args.files} files")):
             m = {k: statistics.median(r[k] for r in res[name]) for k in res[name][0]}
             med[name] = m
             print(f"{label:<16}{m['loader_s']:>10.2f}{m['loader_cpu_s']:>14.2f}"
-                  f"{m['end_to_end_s']:>14.2f}{m['db_bytes']:>11.0f}")
+                  f"{m['end_to_end_s']:>14.2f}{m['db_bytes']:>11.0f}{m['catalog_bytes']:>10.0f}")
         ratio = med["big"]["loader_s"] / med["empty"]["loader_s"]
         kb = med["big"]["db_bytes"] / 1000
         print(f"loader time {args.files} files / empty: {ratio:.2f}x (limit 2x: "

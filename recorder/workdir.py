@@ -22,7 +22,7 @@ resolved); an absolute target inside the work dir is written relative to the lin
 the manifest does not name the folder it was taken in. Other special files are left out.
 
 Bounds (`Limits`, each reached one is a note and `cut` in the summary): at most 10,000 names
-listed, 128 MiB hashed, 5 s spent, and 96 KiB of manifest text (paths, hashes, link targets: a
+listed, 128 MiB hashed, 5 s spent, and 64 KiB of manifest text (paths, hashes, link targets: a
 DuckDB file of a 2-frame session from a folder of 10k files stays under 256 KB, docs/design.md);
 files are taken shallowest first, so a cut manifest keeps the top of the tree. The snapshot keeps
 files up to 1 MiB each, 32 MiB in all.
@@ -78,7 +78,7 @@ class Limits:
     max_files: int = 10_000
     max_hash_bytes: int = 128 * _MiB
     max_seconds: float = 5.0
-    max_text: int = 96 * 1024  # paths, hashes and link targets, as the store keeps them
+    max_text: int = 64 * 1024  # paths, hashes and link targets, as the store keeps them
     file_max: int = 1 * _MiB  # read, scanned for secrets and snapshotted up to this size
     snapshot_max_bytes: int = 32 * _MiB
 

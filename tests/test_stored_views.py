@@ -88,3 +88,61 @@ def test_a_stale_set_is_replaced_and_readers_never_use_it(tmp_path):
         (VIEWS_VERSION,)
     assert "bogus" not in [d[0] for d in con.execute("select * from turns").description]
     assert con.execute("select count(*) from sessions").fetchone() == (2,)
+
+
+def _parts(db: str) -> tuple[str, str]:
+    """The protocols the stored set has parts for, and the stored query of `tool_calls`."""
+    con = duckdb.connect(db, read_only=True)
+    try:
+        (have,) = con.execute("select value from meta where key = 'analysis_views_protocols'"
+                              ).fetchone()
+        (query,) = con.execute("select macro_definition from duckdb_functions() "
+                               "where function_name = 'wr_view_tool_calls'").fetchone()
+        assert con.execute("select count(*) from tool_calls").fetchone() == (0,)
+    finally:
+        con.close()
+    return have, query
+
+
+def test_a_file_holds_the_parts_of_its_sessions_protocols_only(tmp_path):
+    """A Wire recording carries no ACP or MCP SQL (half the file of a short session); a session
+    of another protocol stored later in the same file brings its parts."""
+    db = str(tmp_path / "mixed.db")
+    hello = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
+    for proto in ("wire", "acp"):
+        p = run_proxy(["-q", "--protocol", proto, "--db", db, "--", *echo_agent_cmd()], hello)
+        assert p.returncode == 0, p.stderr
+        have, query = _parts(db)
+        if proto == "wire":
+            assert have == "wire" and "'wire'" in query and "'acp'" not in query
+            assert "'mcp'" not in query
+    assert have == "acp,wire" and "'wire'" in query and "'acp'" in query
+    assert "'mcp'" not in query
+
+
+def _tree(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    """DuckDB's parse of sql, without where in the text each part was."""
+    got = json.loads(con.execute("select json_serialize_sql(?)", [sql]).fetchone()[0])
+    assert not got["error"], got
+
+    def strip(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if not k.startswith("query_location")}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return strip(got)
+
+
+def test_the_stored_sql_parses_as_the_views_sql():
+    """What a file stores of each view (minified: no comments, no spare spaces) is the same
+    statement to DuckDB as the view's SQL, for every protocol's parts; a string that holds what
+    looks like a comment keeps it."""
+    from wire_recorder.analysis.stored_views import minified
+    from wire_recorder.analysis.views import VIEW_NAMES, view_sql
+
+    con = duckdb.connect()
+    for name in VIEW_NAMES:
+        query = view_sql(name).split(" AS\n", 1)[1]
+        short = minified(query)
+        assert len(short) < len(query) and _tree(con, short) == _tree(con, query), name
+    sql = "SELECT a - -1 AS x, 'it''s -- not /* a */ comment' AS y -- one\nFROM t /* two */"
+    assert minified(sql) == "SELECT a - - 1 AS x,'it''s -- not /* a */ comment' AS y FROM t"
