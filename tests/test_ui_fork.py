@@ -191,3 +191,18 @@ def test_without_an_agent_command_the_offer_says_how_to_enable_it(ui, forked):
         assert b.eval("document.querySelector('#forkgo').disabled") is True
     finally:
         _stop(proc)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--agent"], "--agent: no command after it"),
+    (["--agent", "--"], "--agent: no command after it"),
+    (["--forks", "b.txt", "--agent", "--", "kimi"], "--forks b.txt: not a .db file"),
+])
+def test_a_bad_agent_or_forks_option_is_a_usage_error(tmp_path, args, needle):
+    db = tmp_path / "approve.db"
+    import_transcript(str(SAMPLES / "approve_shell.jsonl"), str(db))
+    p = subprocess.run([str(BIN / "wire-ui"), "--no-browser", str(db), *args],
+                       capture_output=True, timeout=120, text=True)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+    assert len(lines) == 1 and lines[0].startswith("wire-ui: ") and needle in lines[0], lines
