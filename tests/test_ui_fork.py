@@ -100,12 +100,23 @@ def forked(ui):
     failed = b.eval("document.querySelector('#forkstatus.bad') ? "
                     "document.querySelector('#forkstatus.bad').textContent : null")
     assert failed is None, failed
-    b.wait_for("document.querySelector('#title') && document.querySelector('.forkbtn') !== null",
-               timeout=120)
+    # the branch's page (the parent's has no link to a parent), drawn whole
+    b.wait_for("document.querySelector('#cmpparent') && document.querySelector('#title') && "
+               "document.querySelector('.forkbtn') !== null", timeout=120)
     b.screenshot(ui["shots"] / "fork-branch.png")
+    here, title = b.eval("location.hash"), b.text("#title")
+    tags = b.eval("[...document.querySelectorAll('#head .tag')].map(t => t.textContent)")
+    # the branch against its parent, as wire-diff compares them
+    b.click("#cmpparent")
+    b.wait_for("document.querySelector('#cmptable')", timeout=120)
+    verdict = b.text("#cmpverdict")
+    changed = b.eval("[...document.querySelectorAll('#cmptable tr.changed')].map(r => "
+                     "r.dataset.where + ' ' + r.dataset.changed)")
+    b.screenshot(ui["shots"] / "fork-compare.png")
+    b.eval(f"location.hash = {json.dumps(here)}")
+    b.wait_for("document.querySelector('#title') !== null", timeout=120)
     return {"parent_key": parent_key, "offers": offers, "choices": choices, "seen": seen,
-            "hash": b.eval("location.hash"), "title": b.text("#title"),
-            "tags": b.eval("[...document.querySelectorAll('#head .tag')].map(t => t.textContent)")}
+            "hash": here, "title": title, "verdict": verdict, "changed": changed, "tags": tags}
 
 
 def _frames(frames, direction):
@@ -139,6 +150,9 @@ def test_the_fork_from_the_page_stores_a_linked_branch_and_opens_it(ui, forked):
     assert forked["hash"].startswith("#s/") and f"{parent}-fork-1" in forked["hash"]
     assert f"{parent}-fork-1" in forked["title"]
     assert f"fork_of={parent}" in forked["tags"]
+    # compared with its parent, the branch differs at the answer (and what followed it)
+    assert forked["verdict"] != "same" and forked["changed"], (forked["verdict"],
+                                                               forked["changed"])
     # the agent took the changed answer: the rejected command never ran
     answers = [m["result"]["response"] for m in _frames(frames, "c2a")
                if "request_id" in (m.get("result") or {})]

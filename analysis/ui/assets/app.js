@@ -232,7 +232,10 @@
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
       el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
       d.note ? el("div", {class: "bad"}, d.note) : null,
-      STATIC || d.live ? null : el("div", {}, el("button", {id: "cmpwith", onclick: () => pickCompare(key, s)}, "compare with…"), el("div", {id: "cmppick"})),
+      STATIC || d.live ? null : el("div", {}, el("button", {id: "cmpwith", onclick: () => pickCompare(key, s)}, "compare with…"),
+        // a fork's branch (wire-replay --fork-at, or this page's fork): its parent, by id
+        s.tags && typeof s.tags.fork_of === "string" ? el("a", {id: "cmpparent", href: "#cmp/" + encodeURIComponent(s.tags.fork_of) + "/" + encodeURIComponent(key)},
+          " compare with the parent " + s.tags.fork_of) : null, el("div", {id: "cmppick"})),
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
