@@ -151,8 +151,8 @@ def test_the_fork_from_the_page_stores_a_linked_branch_and_opens_it(ui, forked):
     assert f"{parent}-fork-1" in forked["title"]
     assert f"fork_of={parent}" in forked["tags"]
     # compared with its parent, the branch differs at the answer (and what followed it)
-    assert forked["verdict"] != "same" and forked["changed"], (forked["verdict"],
-                                                               forked["changed"])
+    assert forked["verdict"] != "same" and any(
+        "ApprovalRequest" in c and "answer" in c for c in forked["changed"]), forked["changed"]
     # the agent took the changed answer: the rejected command never ran
     answers = [m["result"]["response"] for m in _frames(frames, "c2a")
                if "request_id" in (m.get("result") or {})]
@@ -220,3 +220,25 @@ def test_a_bad_agent_or_forks_option_is_a_usage_error(tmp_path, args, needle):
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
     assert len(lines) == 1 and lines[0].startswith("wire-ui: ") and needle in lines[0], lines
+
+
+def test_each_answered_agent_request_is_offered_with_what_can_change(tmp_path):
+    """The list behind the buttons (no agent, no browser): an approval with its choices, a
+    question and an external tool call with their recorded answers to edit."""
+    from wire_recorder.analysis.sources import open_workspace
+    from wire_recorder.analysis.ui.forkable import forkable
+
+    got = {}
+    for name in ("approve_shell", "question", "external_tool"):
+        db = tmp_path / f"{name}.db"
+        sid = import_transcript(str(SAMPLES / f"{name}.jsonl"), str(db))
+        with open_workspace([str(db)]) as ws:
+            got[name] = forkable(ws, sid, "wire")
+    (approve,), (question,), (tool,) = got["approve_shell"], got["question"], got["external_tool"]
+    assert (approve["n"], approve["label"], approve["choices"]) == \
+        (1, "ApprovalRequest", {"response": ["approve", "reject"]})
+    assert approve["answer_seq"] > approve["seq"]
+    assert question["label"] == "QuestionRequest" and question["choices"] == {}
+    assert question["result"]["answers"] == {"Which database should I use?": "SQLite"}
+    assert tool["label"] == "ToolCallRequest"
+    assert tool["result"]["return_value"]["output"].startswith("Paris: sunny")
