@@ -79,6 +79,7 @@ def ui_cmd(
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
+        server.forks.stop()
         server.server_close()
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -34,6 +35,8 @@ from wire_recorder.recorder.visible import visible
 
 # the tail of the fork's stderr kept to show (its progress and its error line)
 TAIL = 4000
+# how long a closing wire-ui waits for an interrupted fork to end (then kills it)
+STOP_WAIT_S = 30.0
 
 
 def replay_command() -> list[str]:
@@ -57,6 +60,8 @@ class Job:
     summary: str = ""
     error: str = ""
     branch: dict | None = None  # {session_id, path, key, at, change}
+    proc: subprocess.Popen | None = None
+    thread: threading.Thread | None = None
 
     def to_dict(self) -> dict:
         return {"job": self.id, "state": self.state,
@@ -92,21 +97,39 @@ class Forks:
             if any(j.state == "running" for j in self.jobs.values()):
                 raise ForkRefused("a fork is running: wait until it is done")
             os.makedirs(os.path.dirname(self.store) or ".", exist_ok=True)
-            argv = [*replay_command(), source_file, "--session", session_id, "--fork-at",
-                    str(n), "--answer", answer, "-o", self.store, "--json", *self.options, "--", *self.agent]
+            # NAME=VALUE and an absolute path: no value can pass for an option
+            argv = [*replay_command(), os.path.abspath(source_file), f"--session={session_id}",
+                    f"--fork-at={n}", f"--answer={answer}", f"--output={self.store}", "--json",
+                    *self.options, "--", *self.agent]
             job = Job(secrets.token_hex(8), argv)
             self.jobs[job.id] = job
-        threading.Thread(target=self._run, args=(job,), daemon=True,
-                         name=f"wire-ui-fork-{job.id}").start()
+        job.thread = threading.Thread(target=self._run, args=(job,), daemon=True,
+                                      name=f"wire-ui-fork-{job.id}")
+        job.thread.start()
         return job
+
+    def stop(self) -> None:
+        """wire-ui is closing: a fork still running is interrupted as Ctrl-C would (SIGINT: the
+        replay's own clean-up runs, where SIGTERM would end it at once)."""
+        for job in list(self.jobs.values()):
+            if job.state == "running" and job.proc is not None and job.proc.poll() is None:
+                job.proc.send_signal(signal.SIGINT)
+                try:
+                    job.proc.wait(timeout=STOP_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    job.proc.kill()
+            # its thread ends before the interpreter does (one cut off at exit can abort it)
+            if job.thread is not None:
+                job.thread.join(timeout=STOP_WAIT_S)
 
     def get(self, job_id: str) -> Job:
         return self.jobs[job_id]
 
     def _run(self, job: Job) -> None:
         try:
-            proc = subprocess.Popen(job.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd=self.cwd)
+            proc = job.proc = subprocess.Popen(job.argv, stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               cwd=self.cwd)
         except OSError as e:
             job.state, job.error = "failed", f"cannot start wire-replay: {e.strerror}"
             job.ended = time.monotonic()
