@@ -14,11 +14,14 @@ UI = "wire-ui"
 HELP = help_text(
     "A local web app over recordings: session index and search, conversation, timeline, "
     "frame inspector, live sessions, replay divergences. Read-only; listens on 127.0.0.1 "
-    "only; prints the URL (with its token) and opens a browser.",
+    "only; prints the URL (with its token) and opens a browser. With `--agent [REPLAY-OPTIONS] -- AGENT...` "
+    "last (wire-replay's options for the forks, e.g. --frame-timeout 60 or --cwd DIR), an agent request's item offers \"answer differently and continue\": a fork "
+    "(wire-replay --fork-at) run with that command, its branch stored in --forks and opened.",
     ["wire-ui",
      "wire-ui session.db other.db",
      "wire-ui 'sessions/**/*.db' report.json --no-browser",
-     "wire-ui recordings/ --port 8765"])
+     "wire-ui recordings/ --port 8765",
+     "wire-ui session.db --agent -- kimi --wire"])
 
 app = make_app()
 
@@ -31,6 +34,9 @@ def ui_cmd(
                                       "folder where wire-proxy records"),
     port: int = typer.Option(0, "--port", "-p", help="the port (default: a free one)"),
     no_browser: bool = typer.Option(False, "--no-browser", help="print the URL only"),
+    forks: str = typer.Option(None, "--forks", metavar="FILE.db",
+                              help="where forks started here store their branches (default: "
+                              "forks.db in the data folder); recordings are never written"),
 ) -> None:
     from wire_recorder.recorder.errors import NoRecordings, UsageError
 
@@ -50,11 +56,19 @@ def ui_cmd(
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: not a port")
     _check_inputs(paths)
+    if _AGENT == []:
+        raise UsageError("--agent: no command after it", "wire-ui S.db --agent -- kimi --wire")
+    if forks is not None and not forks.endswith(".db"):
+        raise UsageError(f"--forks {forks}: not a .db file", "give --forks branches.db")
     catalog = Catalog(paths)
     try:
         server = serve(catalog, port)
     except OSError as e:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from None
+    from .forkjob import Forks, branch_key
+
+    server.forks = Forks(_AGENT, forks or _default_forks(),
+                         lambda db, sid: branch_key(server, db, sid), options=_FORK_OPTS)
     sys.stdout.write(server.url + "\n")
     sys.stdout.flush()
     server.refresh_async()  # the index is built after the URL is out
@@ -65,6 +79,7 @@ def ui_cmd(
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
+        server.forks.stop()
         server.server_close()
 
 
@@ -86,4 +101,32 @@ def _check_inputs(paths: list[str]) -> None:
            "{} is a folder without recordings (*.db)")
 
 
-main = entry(app, UI)
+def _default_forks() -> str:
+    import os
+
+    from wire_recorder.recorder.paths import data_dir
+
+    return os.path.join(data_dir(), "forks.db")
+
+
+# the agent command to fork with (`--agent -- AGENT...`, the rest of the command line): None
+# when not given, [] when given empty
+_AGENT: list[str] | None = None
+# wire-replay options for the forks, between --agent and -- (--frame-timeout 60, --cwd DIR)
+_FORK_OPTS: list[str] = []
+_main = entry(app, UI)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`wire-ui` as a console script; what follows `--agent` (and an optional `--`) is the
+    agent command, kept from typer's parsing."""
+    global _AGENT
+    _FORK_OPTS.clear()
+    args = list(sys.argv[1:] if argv is None else argv)
+    _AGENT = None
+    if "--agent" in args:
+        at = args.index("--agent")
+        args, rest = args[:at], args[at + 1:]
+        cut = rest.index("--") if "--" in rest else -1
+        _AGENT, _FORK_OPTS[:] = rest[cut + 1:], rest[:max(cut, 0)]
+    return _main(args)

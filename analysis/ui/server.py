@@ -6,7 +6,8 @@ or keep compatible, and a framework's routing, templating and async would buy no
 
 Safety: bound to loopback only; every request needs the random token (from the URL the command
 prints, then a cookie; compared in constant time); the Host header must name the loopback
-address and our port (a DNS-rebinding page cannot pass); GET only; what comes from recordings
+address and our port (a DNS-rebinding page cannot pass); GET only but for the one POST that
+starts a fork (forkpost: JSON body, same origin, same checks); what comes from recordings
 leaves as JSON and is put in the page as text by the script (textContent, never innerHTML);
 a Content-Security-Policy lets the page load its own script and style only.
 """
@@ -51,6 +52,7 @@ PARAM_MAX = 2**53
 
 class UiServer(ThreadingHTTPServer):
     daemon_threads = True
+    forks: Any = None  # forkjob.Forks: "answer differently and continue" (the only POST)
     allow_reuse_address = False
     request_queue_size = BACKLOG
 
@@ -143,9 +145,14 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self) -> None:
+        from .forkpost import fork_post
+
+        fork_post(self)
+
+    def do_PUT(self) -> None:
         self._deny(405, "read-only")
 
-    do_PUT = do_DELETE = do_PATCH = do_POST
+    do_DELETE = do_PATCH = do_PUT
 
     def do_GET(self) -> None:
         if not self._host_ok():
@@ -219,6 +226,10 @@ class Handler(BaseHTTPRequestHandler):
             with cat._open(r) as ws:
                 return self._json(llm.calls(ws, r["session_id"], r["source_file"],
                                             num("call") if "call" in q else None))
+        if name in ("forkable", "fork"):  # "answer differently and continue" (forkpost)
+            from .forkpost import fork_get
+
+            return self._json(fork_get(self.server, name, q))
         return self._json({"error": "no such endpoint"}, 404)
 
 

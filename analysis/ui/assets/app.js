@@ -216,6 +216,8 @@
     try { first = await pItems; } catch (e) { return fail(e); }
     addItems(first.items);
     pageMore(first.items_total, first.more);
+    forkInfo = null;
+    if (!STATIC && !first.live && !key.startsWith("live.")) forkOffers(key, conv);
     let d;
     try { d = await pSession; } catch (e) { return fail(e); }
     const s = d.session;
@@ -230,7 +232,10 @@
       el("div", {class: "muted mono"}, `${s.session_id} · ${s.started_at || "(live)"} · ${s.agent || ""} · ${(s.source_file || "").split("/").pop()}`),
       el("div", {class: "muted mono"}, cmd.length > 200 ? cmd.slice(0, 199) + "…" : cmd), el("div", {}, tagList(s.tags)),
       d.note ? el("div", {class: "bad"}, d.note) : null,
-      STATIC || d.live ? null : el("div", {}, el("button", {id: "cmpwith", onclick: () => pickCompare(key, s)}, "compare with…"), el("div", {id: "cmppick"})),
+      STATIC || d.live ? null : el("div", {}, el("button", {id: "cmpwith", onclick: () => pickCompare(key, s)}, "compare with…"),
+        // a fork's branch (wire-replay --fork-at, or this page's fork): its parent, by id
+        s.tags && typeof s.tags.fork_of === "string" ? el("a", {id: "cmpparent", href: "#cmp/" + encodeURIComponent(s.tags.fork_of) + "/" + encodeURIComponent(key)},
+          " compare with the parent " + s.tags.fork_of) : null, el("div", {id: "cmppick"})),
       d.frames_cut ? el("div", {class: "bad"}, `this file holds the first frames only: ${num(d.frames_cut)} later frames are left out of the inspector`) : null,
       cards);
     const parts = [];
@@ -286,8 +291,112 @@
         node.classList.add("sel");
         openRelated(key, it.s);
       });
+      markFork(key, node);
     }
     return node;
+  }
+
+  // -- answer differently and continue: a fork run by wire-ui (its --agent command) ------------
+  let forkInfo = null;  // the session's agent requests a fork can change, by their items' seq
+  async function apiPost(name, body) {
+    const r = await fetch("/api/" + name, {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    const d = await r.json().catch(() => ({error: r.statusText}));
+    if (!r.ok) throw new Error(d.error || r.statusText);
+    return d;
+  }
+  async function forkOffers(key, conv) {
+    let d;
+    try { d = await api("forkable", {k: key}); } catch (e) { return; }
+    const bySeq = new Map();
+    for (const r of d.requests) { bySeq.set(r.seq, r); if (!bySeq.has(r.answer_seq)) bySeq.set(r.answer_seq, r); }
+    forkInfo = {key, bySeq, d};
+    conv.querySelectorAll(".item[data-seq]").forEach((n) => markFork(key, n));
+  }
+  function markFork(key, node) {
+    if (!forkInfo || forkInfo.key !== key || node.querySelector(".forkbtn")) return;
+    const r = forkInfo.bySeq.get(Number(node.dataset.seq));
+    // one offer per request, on its first item (the request's, else its answer's)
+    if (!r || document.querySelector(`.forkbtn[data-n="${r.n}"]`)) return;
+    node.appendChild(el("button", {class: "forkbtn", "data-n": r.n, "data-label": r.label,
+      title: "replay the session up to this request with the model pinned, answer it differently, and go on live",
+      onclick: (ev) => { ev.stopPropagation(); forkForm(key, r, node); }}, "answer differently and continue"));
+  }
+  // the answer's text and yes/no leaves (ids are the replay's to re-address, lists are left)
+  function leaves(obj, path, out) {
+    for (const [k, v] of Object.entries(obj)) {
+      if (/(^|_)id$|Id$|ID$/.test(k)) continue;
+      const p = path.concat([k]);
+      if (typeof v === "string" || typeof v === "boolean") out.push([p, v]);
+      else if (v && typeof v === "object" && !Array.isArray(v)) leaves(v, p, out);
+    }
+    return out;
+  }
+  function forkForm(key, r, node) {
+    const old = document.getElementById("forkform");
+    if (old) old.remove();
+    const info = forkInfo.d, fields = [];
+    const rows = leaves(r.result, [], []).map(([p, v]) => {
+      const choices = p.length === 1 ? r.choices[p[0]] : null;
+      let input;
+      if (choices) {
+        input = el("select", {}, choices.map((c) => el("option", {value: c}, c)));
+        input.value = v;
+      } else if (typeof v === "boolean") {
+        input = el("input", {type: "checkbox"});
+        input.checked = v;
+      } else {
+        input = el(v.length > 60 || v.includes("\n") ? "textarea" : "input", {rows: 4, cols: 70, size: 50});
+        input.value = v;
+      }
+      input.dataset.path = JSON.stringify(p);
+      fields.push([p, input]);
+      return el("label", {class: "forkfield"}, el("span", {class: "muted"}, p.join(" › ")), input);
+    });
+    const status = el("div", {id: "forkstatus", class: "muted"});
+    const go = el("button", {id: "forkgo", disabled: info.agent ? null : "disabled"}, "fork and continue");
+    go.addEventListener("click", async () => {
+      const result = JSON.parse(JSON.stringify(r.result));
+      for (const [p, input] of fields) {
+        let o = result;
+        for (const k of p.slice(0, -1)) o = o[k];
+        o[p[p.length - 1]] = input.type === "checkbox" ? input.checked : input.value;
+      }
+      const change = {};
+      for (const k of Object.keys(result)) if (JSON.stringify(result[k]) !== JSON.stringify(r.result[k])) change[k] = result[k];
+      if (!Object.keys(change).length) { status.className = "bad"; status.textContent = vis("change the answer first"); return; }
+      go.disabled = true;
+      status.className = "muted";
+      status.textContent = vis("starting the fork…");
+      let job;
+      try { job = await apiPost("fork", {k: key, n: r.n, answer: change}); } catch (e) {
+        go.disabled = false; status.className = "bad"; status.textContent = vis(String(e.message || e)); return;
+      }
+      followFork(job, status, go, location.hash);
+    });
+    const form = el("div", {id: "forkform", class: "forkform"},
+      el("b", {}, `answer ${r.label} (agent request ${r.n}) differently and continue`),
+      el("div", {class: "muted"}, "the fork replays this session up to here with the model pinned, gives the changed answer, " +
+        "then goes on live" + (info.agent ? " with: " + info.agent + "; its branch is stored in " + info.store +
+        " (the recording is not written) and opens when it is done" : "")),
+      info.agent ? null : el("p", {class: "bad", id: "forkhow"}, info.how),
+      el("details", {}, el("summary", {}, "the recorded answer"), el("pre", {class: "body"}, JSON.stringify(r.result, null, 2))),
+      rows, el("div", {}, go, " ", el("button", {onclick: () => form.remove()}, "cancel")), status);
+    node.after(form);
+  }
+  async function followFork(job, status, go, here) {
+    let j = job;
+    for (;;) {
+      if (j.state === "done") {
+        status.textContent = vis(j.summary);
+        if (location.hash === here && j.branch && j.branch.key) location.hash = "#s/" + encodeURIComponent(j.branch.key);
+        return;
+      }
+      if (j.state === "failed") { status.className = "bad"; status.textContent = vis(j.error); go.disabled = false; return; }
+      status.textContent = vis(`the fork is running (${Math.round(j.seconds)} s)` + (j.progress.length ? ": " + j.progress[0] : "…"));
+      await new Promise((ok) => setTimeout(ok, 1000));
+      try { j = await api("fork", {job: job.job}); } catch (e) { status.className = "bad"; status.textContent = vis(String(e.message || e)); return; }
+    }
   }
 
   // -- frame inspector -------------------------------------------------------------------------
