@@ -717,6 +717,15 @@ class Ingest:
             self.last_flush = now
         return True
 
+    def before_rows(self) -> None:
+        """Before buffered rows are written: a value too large for the memory limit lifts it."""
+        if self.largest > LIMITED_VALUE_MAX and not self.store.unlimited:
+            self.store.without_limit()
+
+    def insert_rows(self, store: Store, rows: list[tuple], large: bool) -> None:
+        """Buffered rows written inside a write (the bulk path's, before its own rows)."""
+        insert_frames(store, rows, large, self.store.unlimited)
+
     def stored_in_bulk(self, nrows: int, nbytes: int) -> None:
         """After rows went in (a batch of buffered rows, or a read stored by recorder/bulk.py):
         take turns, grow the file or checkpoint when due."""
