@@ -131,6 +131,12 @@ class Bulk:
                 and not (ing.after_gap or ing.before_gap or ing.mid_gap)
                 and ing.store is not None)
 
+    def detecting(self) -> bool:
+        """The session's frames go frame by frame only because its protocol's version is still
+        looked for (its first VERSION_WINDOW frames)."""
+        cl = self.ing.classifier
+        return self.enabled and cl.version is None and cl.n < VERSION_WINDOW
+
     def feed(self, records) -> bool:
         """Store `records` in bulk; False (nothing changed) when the read must go frame by
         frame. While redacting, the pieces of a message still streaming at the read's end (its
@@ -172,7 +178,7 @@ class Bulk:
                 # end begins to hold its last TAIL_CHARS characters (a frame from the agent
                 # without a piece's marker ends any message)
                 marked = " OR ".join(f"contains(line, {_lit(m.decode())})" for m in PIECE_MARKERS)
-                state["pieces"], state["tail"], state["other"] = con.execute(
+                state["pieces"], state["full"], state["first"], state["other"] = con.execute(
                     f"""WITH a AS (SELECT seq, piece, {marked} AS marked FROM wr_stage
                                    WHERE dir = 'a2c'),
                     e AS (SELECT coalesce(max(seq) FILTER (WHERE NOT marked), -1) AS other
@@ -181,10 +187,8 @@ class Bulk:
                                  AS after FROM a, e WHERE seq > other)
                     SELECT (SELECT string_agg(piece, '' ORDER BY seq) FILTER (WHERE piece <> '')
                             FROM a),
-                           CASE WHEN (SELECT count(*) FROM r) = 0 THEN NULL
-                                ELSE coalesce((SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}),
-                                              (SELECT min(seq) FROM r)) END,
-                           (SELECT other FROM e)""").fetchone()
+                           (SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}),
+                           (SELECT min(seq) FROM r), (SELECT other FROM e)""").fetchall()[0]
             TIMES["checks"] += time.process_time() - c0
 
         if not ing.store.write(stage):
@@ -198,10 +202,14 @@ class Bulk:
                     "utf-8", "surrogatepass")):
                 self.fallbacks += 1
                 return False
-            if joiner.open and state["other"] < 0:
-                return False  # the message the join holds goes on through the read
-            if state["tail"] is not None:
-                tail_start = state["tail"]
+            if state["full"] is not None:
+                tail_start = state["full"]
+            elif joiner.open and state["other"] < 0:
+                # the message the join holds goes on through the read, whose pieces hold fewer
+                # than TAIL_CHARS characters: all of them are held over, with the join's
+                return False
+            elif state["first"] is not None:
+                tail_start = state["first"]
             if tail_start <= first_seq + 1:
                 return False  # the whole read is the end of a streaming message
             # the message the join holds ends here: it had no secret with what follows
