@@ -176,15 +176,17 @@ class Bulk:
             if joiner is not None:
                 # the text of every piece, and where the read's last message streaming at its
                 # end begins to hold its last TAIL_CHARS characters (a frame from the agent
-                # without a piece's marker ends any message)
+                # without a piece's marker ends any message; materialized, each step runs once,
+                # where inlined `a` ran for each use)
                 marked = " OR ".join(f"contains(line, {_lit(m.decode())})" for m in PIECE_MARKERS)
                 state["pieces"], state["full"], state["first"], state["other"] = con.execute(
-                    f"""WITH a AS (SELECT seq, piece, {marked} AS marked FROM wr_stage
-                                   WHERE dir = 'a2c'),
+                    f"""WITH a AS MATERIALIZED (SELECT seq, piece, {marked} AS marked
+                                                FROM wr_stage WHERE dir = 'a2c'),
                     e AS (SELECT coalesce(max(seq) FILTER (WHERE NOT marked), -1) AS other
                           FROM a),
-                    r AS (SELECT seq, sum(length(coalesce(piece, ''))) OVER (ORDER BY seq DESC)
-                                 AS after FROM a, e WHERE seq > other)
+                    r AS MATERIALIZED (
+                        SELECT seq, sum(length(coalesce(piece, ''))) OVER (ORDER BY seq DESC)
+                               AS after FROM a, e WHERE seq > other)
                     SELECT (SELECT string_agg(piece, '' ORDER BY seq) FILTER (WHERE piece <> '')
                             FROM a),
                            (SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}),
