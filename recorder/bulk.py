@@ -178,7 +178,7 @@ class Bulk:
                 # end begins to hold its last TAIL_CHARS characters (a frame from the agent
                 # without a piece's marker ends any message; materialized, each step runs once,
                 # where inlined `a` ran for each use)
-                marked = " OR ".join(f"contains(line, {_lit(m.decode())})" for m in PIECE_MARKERS)
+                marked = _marked(RULES[ing.classifier.protocol])
                 state["pieces"], state["full"], state["first"], state["other"] = con.execute(
                     f"""WITH a AS MATERIALIZED (SELECT seq, piece, {marked} AS marked
                                                 FROM wr_stage WHERE dir = 'a2c'),
@@ -377,6 +377,18 @@ class Bulk:
         ing.seq = last
         return [(m, a) for m, a in foreign.items() if a], sorted(out.items())
 
+
+
+def _marked(r) -> str:
+    """SQL: the frame may be a streamed piece (`redact_stream.piece_of`): its finer type, where
+    the table gives one, is a piece marker's; else its line holds one of the markers."""
+    types = sorted(m.decode().strip('"') for m in PIECE_MARKERS)
+    anywhere = " OR ".join(f"contains(line, {_lit(m.decode())})" for m in PIECE_MARKERS)
+    typed = sorted(r.typed)
+    if not typed:
+        return f"({anywhere})"
+    return (f"(CASE WHEN msg_type IS NOT NULL AND method IN ({', '.join(map(_lit, typed))}) "
+            f"THEN msg_type IN ({', '.join(map(_lit, types))}) ELSE ({anywhere}) END)")
 
 
 def _chunks(records, partial: dict[int, list[bytes]], seq: int) -> tuple | None:
