@@ -14,9 +14,16 @@ A read goes frame by frame instead (`Ingest.feed`, as before) when any of this d
 only client and agent data records (no lifecycle event, gap marker, stderr, late client bytes);
 the session's protocol has a rule table and is past detection; no gap or resumed load pending;
 the bytes are UTF-8 without an escaped surrogate or `initialize`; no redaction rule can match
-(`redact_screen`), in the frames nor in the joined text of streamed pieces; every frame is a
+(`redact_screen`), in the frames nor in the joined text of streamed pieces (with those of a message
+the stream join holds open from the read before); every frame is a
 well-formed JSON-RPC 2.0 object of at most BLOCK_SIZE bytes without a number DuckDB reads
 differently (20+ digits).
+
+While redacting, the last TAIL_CHARS characters of a message still streaming at a read's end go
+frame by frame (from the piece where they begin): the stream join holds those pieces over to
+the next read, whose pieces join them, so that a secret split across the two reads is masked
+in every piece as the frame-by-frame path masks it. Rows buffered before a bulk batch go in
+with it, in the same write (a resumed load skips up to the highest seq stored).
 """
 
 from __future__ import annotations
@@ -29,16 +36,18 @@ from .model import COLUMNS, wall_ts
 from .protocols import foreign as foreign_of
 from .protocols import get as adapter_of
 from .redact_screen import may_change
+from .redact_stream import _MARKERS as PIECE_MARKERS
 from .rules import (
     NESTED_MARKERS,
     PIECE_PATHS,
     RULES,
+    _lit,
     more_strings_at,
     sql_columns,
     sql_extract,
     sql_members,
 )
-from .spool import A2C, C2A, STREAM_NAMES
+from .spool import A2C, C2A, STREAM_NAMES, SpoolRecord
 from .store import BLOCK_SIZE
 
 # What DuckDB's JSON reader takes otherwise than Python's: numbers of 20 digits or more (a double
@@ -47,7 +56,9 @@ from .store import BLOCK_SIZE
 # strings merely look so) are classified in Python. Not caught: a member given twice (DuckDB
 # reads the first, Python the last), which no peer sends.
 ODD_JSON = r"[0-9][eE][+-]?[0-9]{3}|[0-9]{20}|,\s*[\]}]|(?i:[:,\[]\s*-?(?:inf|nan))"
-# the text of the previous batch's last pieces screened with the next batch's
+
+# characters of a message streaming at a read's end that go frame by frame, held over to the
+# next read (longer secrets start with a marker the screen finds: a PEM block's header)
 TAIL_CHARS = 4096
 
 _SQL: dict[tuple[str, bool], str] = {}
@@ -110,7 +121,6 @@ class Bulk:
         self.ing = ing
         # WIRE_RECORDER_BULK=0: every read frame by frame (bench/bench_loader.py compares)
         self.enabled = os.environ.get("WIRE_RECORDER_BULK", "1") != "0"
-        self.tail = ""  # the last streamed text of the previous bulk batch
         self.batches = self.fallbacks = 0
 
     def eligible(self) -> bool:
@@ -121,44 +131,26 @@ class Bulk:
                 and not (ing.after_gap or ing.before_gap or ing.mid_gap)
                 and ing.store is not None)
 
+    def detecting(self) -> bool:
+        """The session's frames go frame by frame only because its protocol's version is still
+        looked for (its first VERSION_WINDOW frames)."""
+        cl = self.ing.classifier
+        return self.enabled and cl.version is None and cl.n < VERSION_WINDOW
+
     def feed(self, records) -> bool:
         """Store `records` in bulk; False (nothing changed) when the read must go frame by
-        frame."""
+        frame. While redacting, the pieces of a message still streaming at the read's end (its
+        last TAIL_CHARS characters, from a piece on) go frame by frame: the stream join holds
+        them over to the next read, whose pieces join them (recorder/redact_stream.py), so that
+        a secret split across the two reads is masked in every piece."""
         if not records or not self.enabled or not self.eligible():
             return False
         ing = self.ing
-        partial = {s: list(ing.partial[s]) for s in (C2A, A2C)}
-        texts, firsts, dirs, monos, tss = [], [], [], [], []
-        spooled = {C2A: [0, 0], A2C: [0, 0]}
-        chunks: list[bytes] = []
-        seq = ing.seq
-        for r in records:
-            s = r.stream
-            if s not in (C2A, A2C):
-                return False
-            data = r.data
-            spooled[s][0] += len(data)
-            nl = data.rfind(b"\n")
-            parts = partial[s]
-            if nl < 0:
-                parts.append(data)
-                continue
-            if parts:
-                parts.append(data[:nl])
-                complete = b"".join(parts)
-                parts.clear()
-            else:
-                complete = data[:nl]
-            if nl + 1 < len(data):
-                parts.append(data[nl + 1:])
-            n = complete.count(b"\n") + 1
-            spooled[s][1] += n
-            chunks.append(complete)
-            firsts.append(seq + 1)
-            seq += n
-            dirs.append(STREAM_NAMES[s])
-            monos.append(r.mono_ns)
-            tss.append(r.wall_ns)
+        first_seq = ing.seq
+        cut = _chunks(records, {s: list(ing.partial[s]) for s in (C2A, A2C)}, first_seq)
+        if cut is None:
+            return False
+        chunks, firsts, dirs, monos, tss, _, last_seq = cut
         if not chunks:
             return False
         batch = b"\n".join(chunks)
@@ -172,14 +164,8 @@ class Bulk:
             texts = [c.decode("utf-8") for c in chunks]
         except UnicodeDecodeError:
             return False
-        store = ing.store
-        state: dict = {}
-        # A message the stream join holds open (frame by frame so far) is screened with the
-        # pieces that follow; when their joined text is clean, ending it here changes nothing.
         joiner = ing.joiner
-        tail = self.tail
-        if joiner is not None and joiner.open:
-            tail = "".join(p.text for p in joiner.pieces)[-TAIL_CHARS:]
+        state: dict = {}
 
         def stage(st) -> None:
             c0 = time.process_time()
@@ -187,21 +173,83 @@ class Bulk:
             con.execute(stage_sql(ing.classifier.protocol, redactor.enabled),
                         [texts, firsts, dirs, monos, [_ts(w) for w in tss], tss])
             TIMES["stage"] += time.process_time() - c0
-            odd, pieces, methods, nrows, nbytes = con.execute(
+            if joiner is not None:
+                # the text of every piece, and where the read's last message streaming at its
+                # end begins to hold its last TAIL_CHARS characters (a frame from the agent
+                # without a piece's marker ends any message; materialized, each step runs once,
+                # where inlined `a` ran for each use)
+                marked = _marked(RULES[ing.classifier.protocol])
+                state["pieces"], state["full"], state["first"], state["other"] = con.execute(
+                    f"""WITH a AS MATERIALIZED (SELECT seq, piece, {marked} AS marked
+                                                FROM wr_stage WHERE dir = 'a2c'),
+                    e AS (SELECT coalesce(max(seq) FILTER (WHERE NOT marked), -1) AS other
+                          FROM a),
+                    r AS MATERIALIZED (
+                        SELECT seq, sum(length(coalesce(piece, ''))) OVER (ORDER BY seq DESC)
+                               AS after FROM a, e WHERE seq > other)
+                    SELECT (SELECT string_agg(piece, '' ORDER BY seq) FILTER (WHERE piece <> '')
+                            FROM a),
+                           (SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}),
+                           (SELECT min(seq) FROM r), (SELECT other FROM e)""").fetchall()[0]
+            TIMES["checks"] += time.process_time() - c0
+
+        if not ing.store.write(stage):
+            return False
+        tail_start = last_seq + 1
+        if joiner is not None:
+            # a secret split between pieces of the read (and the message it continues) is
+            # found on their joined text: the read goes frame by frame
+            held = "".join(p.text for p in joiner.pieces)
+            if may_change(redactor, (held + (state["pieces"] or "")).encode(
+                    "utf-8", "surrogatepass")):
+                self.fallbacks += 1
+                return False
+            if state["full"] is not None:
+                tail_start = state["full"]
+            elif joiner.open and state["other"] < 0:
+                # the message the join holds goes on through the read, whose pieces hold fewer
+                # than TAIL_CHARS characters: all of them are held over, with the join's
+                return False
+            elif state["first"] is not None:
+                tail_start = state["first"]
+            if tail_start <= first_seq + 1:
+                return False  # the whole read is the end of a streaming message
+            # the message the join holds ends here: it had no secret with what follows
+            joiner.settle()
+        mid, tail = _split(records, first_seq, tail_start - 1)
+        if not self._store(mid, first_seq, tail_start - 1):
+            self.fallbacks += 1
+            ing.feed(mid)
+        if tail:
+            ing.feed(tail)
+        return True
+
+    def _store(self, records, first_seq: int, last_seq: int) -> bool:
+        """Frames first_seq+1 .. last_seq (which `records` complete), staged in `wr_stage` with
+        the others of the read, stored in bulk; False (nothing changed) when they must go frame
+        by frame."""
+        ing = self.ing
+        partial = {s: list(ing.partial[s]) for s in (C2A, A2C)}
+        cut = _chunks(records, partial, first_seq)
+        assert cut is not None and cut[-1] == last_seq
+        spooled = cut[5]
+        seq = last_seq
+        store = ing.store
+        state: dict = {}
+
+        def checks(st) -> None:
+            c0 = time.process_time()
+            con = st.con
+            con.execute("DELETE FROM wr_stage WHERE seq > ?", [seq])
+            odd, methods, nrows, nbytes = con.execute(
                 "SELECT count(*) FILTER (WHERE NOT ok), "
-                "string_agg(piece, '' ORDER BY seq) FILTER (WHERE piece <> ''), "
                 "list(DISTINCT method) FILTER (WHERE method IS NOT NULL), count(*), "
                 "sum(strlen(line) + coalesce(strlen(payload::VARCHAR), 0)) "
                 "FROM wr_stage").fetchone()
-            state["pieces"] = pieces or ""
             state["methods"] = methods or []
             state["counts"] = (nrows, nbytes)
             TIMES["checks"] += time.process_time() - c0
-            # streamed pieces go frame by frame when redacting: a secret split between this
-            # batch's last piece and a later read's first would keep its stored first half
-            if (odd > 0.1 * nrows) or (redactor.enabled and state["pieces"]) or (
-                    redactor.enabled and may_change(
-                        redactor, (tail + state["pieces"]).encode("utf-8", "surrogatepass"))):
+            if odd > 0.1 * nrows:
                 con.execute("DROP TABLE wr_stage")
                 state["bad"] = True
                 return
@@ -214,21 +262,23 @@ class Bulk:
             if odd:
                 con.execute("DELETE FROM wr_stage WHERE NOT ok")
 
-        if not store.write(stage):
+        if not store.write(checks) or state.get("bad"):
             return False
-        if state.get("bad"):
-            self.fallbacks += 1
-            return False
-        if joiner is not None and joiner.open:
-            joiner.settle()
         nrows, nbytes = state["counts"]
         odd = state["odd"]
         before = self._snapshot()
         foreign, anomalies = self._anomalies(state["ids"], state["methods"], nrows - odd, seq)
+        if ing.joiner is not None and ing.joiner.open:
+            ing.joiner.settle()  # (a piece classified in Python: the read's text is clean)
+        # rows buffered before (an earlier read's, the ones classified in Python) go in with
+        # these, in the same write: a resumed load skips up to the highest seq stored
+        rows, large = ing.rows, ing.large
 
         def insert(st) -> None:
             c0 = time.process_time()
             con = st.con
+            if rows:
+                ing.insert_rows(st, rows, large)
             for m, text in foreign:
                 con.execute("UPDATE wr_stage SET anomaly = ? WHERE method = ?", [text, m])
             if anomalies:
@@ -242,14 +292,15 @@ class Bulk:
             ing._fit_limit(st)
             TIMES["insert"] += time.process_time() - c0
 
+        if rows:
+            ing.before_rows()
         if not store.write(insert):
-            # (the disk filled up since the staging): the read goes again frame by frame, from
-            # the session's state before it, which waits for room as before
+            # (the disk filled up since the staging): the frames go again frame by frame, from
+            # the session's state before them, which waits for room as before
             self._restore(before)
             return False
         # committed: the session's state moves on as `Ingest.data` would have moved it
         self.batches += 1
-        self.tail = state["pieces"][-TAIL_CHARS:]
         for s in (C2A, A2C):
             ing.partial[s] = partial[s]
             ing.spooled[s][0] += spooled[s][0]
@@ -257,9 +308,14 @@ class Bulk:
         ing.seq = seq
         ing.frame_count += nrows - odd  # (the odd ones were counted by `_frame`)
         ing.anomalies += state.get("anomalies", 0)
-        ing.last_wall_ns = records[-1].wall_ns
-        ing.last_mono_ns = records[-1].mono_ns
-        ing.stored_in_bulk(nrows - odd, int(nbytes or 0))
+        if records:
+            ing.last_wall_ns = records[-1].wall_ns
+            ing.last_mono_ns = records[-1].mono_ns
+        ing.large_session |= large
+        nbytes = int(nbytes or 0) + ing.row_bytes
+        nrows += len(rows)
+        ing.rows, ing.row_bytes, ing.large = [], 0, False
+        ing.stored_in_bulk(nrows - odd, nbytes)
         return True
 
     def _snapshot(self) -> tuple:
@@ -321,6 +377,77 @@ class Bulk:
         ing.seq = last
         return [(m, a) for m, a in foreign.items() if a], sorted(out.items())
 
+
+
+def _marked(r) -> str:
+    """SQL: the frame may be a streamed piece (`redact_stream.piece_of`): its finer type, where
+    the table gives one, is a piece marker's; else its line holds one of the markers."""
+    types = sorted(m.decode().strip('"') for m in PIECE_MARKERS)
+    anywhere = " OR ".join(f"contains(line, {_lit(m.decode())})" for m in PIECE_MARKERS)
+    typed = sorted(r.typed)
+    if not typed:
+        return f"({anywhere})"
+    return (f"(CASE WHEN msg_type IS NOT NULL AND method IN ({', '.join(map(_lit, typed))}) "
+            f"THEN msg_type IN ({', '.join(map(_lit, types))}) ELSE ({anywhere}) END)")
+
+
+def _chunks(records, partial: dict[int, list[bytes]], seq: int) -> tuple | None:
+    """Each record's complete frames as one chunk (the bytes up to its last newline, with the
+    stream's partial frame before them): (chunks, first seqs, directions, mono ns, wall ns,
+    spooled [bytes, newlines] per stream, the last seq). `partial` (per stream) is moved on.
+    None: a record of another stream."""
+    chunks: list[bytes] = []
+    firsts, dirs, monos, tss = [], [], [], []
+    spooled = {C2A: [0, 0], A2C: [0, 0]}
+    for r in records:
+        s = r.stream
+        if s not in (C2A, A2C):
+            return None
+        data = r.data
+        spooled[s][0] += len(data)
+        nl = data.rfind(b"\n")
+        parts = partial[s]
+        if nl < 0:
+            parts.append(data)
+            continue
+        if parts:
+            parts.append(data[:nl])
+            complete = b"".join(parts)
+            parts.clear()
+        else:
+            complete = data[:nl]
+        if nl + 1 < len(data):
+            parts.append(data[nl + 1:])
+        n = complete.count(b"\n") + 1
+        spooled[s][1] += n
+        chunks.append(complete)
+        firsts.append(seq + 1)
+        seq += n
+        dirs.append(STREAM_NAMES[s])
+        monos.append(r.mono_ns)
+        tss.append(r.wall_ns)
+    return chunks, firsts, dirs, monos, tss, spooled, seq
+
+
+def _split(records, seq: int, upto: int) -> tuple[list, list]:
+    """`records` (whose first complete frame is seq+1) cut right after the newline that ends
+    frame `upto`: (the records up to there, the rest)."""
+    if upto <= seq:
+        return [], list(records)
+    for i, r in enumerate(records):
+        n = r.data.count(b"\n")
+        if seq + n < upto:
+            seq += n
+            continue
+        pos = -1
+        for _ in range(upto - seq):
+            pos = r.data.find(b"\n", pos + 1)
+        at = pos + 1
+        before = [*records[:i], SpoolRecord(r.stream, r.mono_ns, r.wall_ns, r.data[:at])]
+        after = ([SpoolRecord(r.stream, r.mono_ns, r.wall_ns, r.data[at:])]
+                 if at < len(r.data) else [])
+        return before, after + list(records[i + 1:])
+    return list(records), []
 
 def _ts(wall: int):
     return wall_ts(wall)

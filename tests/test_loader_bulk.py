@@ -2,8 +2,10 @@
 the same spool loaded both ways gives the same rows (raw, kind, method, id, type, payload,
 known, anomaly, parse errors, seq, times) and the same session counts, for a session that mixes
 every frame kind, frames cut across spool records, pending-id and foreign-method anomalies,
-numbers DuckDB reads otherwise, secrets (a read holding one goes frame by frame; so does a read holding streamed pieces, so
-that one split between two pieces is found on their joined text) and lifecycle events."""
+numbers DuckDB reads otherwise, secrets (a read holding one goes frame by frame) and lifecycle
+events; and for a session streaming messages in pieces, with secrets split between pieces and
+between reads (a message streaming at a read's end goes frame by frame, its pieces carried over
+to the next read, so that its joined text is screened whole; the rest of the read goes in bulk)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import orjson
 
 from tests.harness.frame_kinds import generated
 from wire_recorder.recorder import bulk, loader, redact
-from wire_recorder.recorder.spool import A2C, C2A, SpoolWriter
+from wire_recorder.recorder.spool import A2C, C2A, SpoolReader, SpoolWriter
 
 COLS = ("seq", "ts", "mono_ns", "direction", "raw", "newline", "byte_len", "kind", "method",
         "rpc_id", "msg_type", "payload", "parse_error", "known", "blob_offset", "anomaly")
@@ -26,7 +28,6 @@ REAL_FEED = bulk.Bulk.feed
 
 
 def _event(i: int, text: str = "") -> bytes:
-    # not a streamed piece: reads holding pieces go frame by frame while redacting
     return orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
         "type": "StatusUpdate", "payload": {"note": f"event {i} {text}"}}})
 
@@ -67,7 +68,42 @@ def _streams() -> tuple[bytes, bytes]:
     return b"".join(f + b"\n" for f in c2a), b"".join(f + b"\n" for f in a2c)
 
 
-def _spool(tmp: str, name: str) -> str:
+def _streamed() -> list[tuple[int, bytes]]:
+    """Spool records of a session streaming messages in pieces between other events, as kimi
+    streams them (text, tool calls): every 9th record ends inside a message whose secret is
+    split between that record's last piece and the next record's first (a message of 60 pieces,
+    longer than the part of a message carried over, every 27th)."""
+    out: list[tuple[int, bytes]] = []
+    for i in range(400):
+        c2a, a2c = [], []
+        if i % 9 == 1:  # the rest of the message the record before ended in
+            a2c += [_piece(SPLIT + f" then {k}") for k in range(3)]
+        if i % 40 == 0:
+            c2a.append(orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "prompt",
+                                     "params": {"user_input": f"go {i}"}}))
+            a2c.append(orjson.dumps({"jsonrpc": "2.0", "id": i, "result": {"ok": True}}))
+        a2c.append(_event(i))
+        if i % 3 == 0:
+            a2c.append(orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
+                "type": "ToolCall", "payload": {"type": "function", "id": f"t{i}", "function": {
+                    "name": "Shell", "arguments": '{"command": "ls'}}}}))
+            a2c += [orjson.dumps({"jsonrpc": "2.0", "method": "event", "params": {
+                "type": "ToolCallPart", "payload": {"arguments_part": f" -l{k}"}}})
+                for k in range(i % 11)]
+            a2c.append(_event(i, "done"))
+        a2c += [_piece(f"word {i}.{k} ") for k in range(i % 13)]
+        a2c.append(_event(i, "after"))
+        if i % 9 == 0:  # a message that goes on in the next record
+            long = i % 27 == 0
+            a2c += [_piece(f"{'x' * 90} {k} " if long else "here: ") for k in range(60 if long else 1)]
+            a2c.append(_piece("and s"))
+        if c2a:
+            out.append((C2A, b"".join(f + b"\n" for f in c2a)))
+        out.append((A2C, b"".join(f + b"\n" for f in a2c)))
+    return out
+
+
+def _spool(tmp: str, name: str, streams=_streams) -> str:
     db = os.path.join(tmp, f"{name}.db")
     sid = uuid.uuid4().hex
     path = f"{db}.{sid}.spool"
@@ -77,14 +113,18 @@ def _spool(tmp: str, name: str) -> str:
             "host": "h", "quiet": True, "redact": True, "snapshot_workdir": False}
     w = SpoolWriter(path, meta, no_loss=True)
     w.event("spawn", argv=["cat"], cwd=tmp, pid=1)
-    c2a, a2c = _streams()
-    # records cut at odd places: frames span records
-    step_c, step_a = 1777, 3001
-    for k in range(max(len(c2a) // step_c, len(a2c) // step_a) + 1):
-        if k * step_c < len(c2a):
-            w.put(C2A, c2a[k * step_c:(k + 1) * step_c])
-        if k * step_a < len(a2c):
-            w.put(A2C, a2c[k * step_a:(k + 1) * step_a])
+    if streams is _streamed:  # records as they are (one read each: see _one_record_a_read)
+        for stream, data in streams():
+            w.put(stream, data)
+    else:
+        c2a, a2c = streams()
+        # records cut at odd places: frames span records
+        step_c, step_a = 1777, 3001
+        for k in range(max(len(c2a) // step_c, len(a2c) // step_a) + 1):
+            if k * step_c < len(c2a):
+                w.put(C2A, c2a[k * step_c:(k + 1) * step_c])
+            if k * step_a < len(a2c):
+                w.put(A2C, a2c[k * step_a:(k + 1) * step_a])
     w.event("exit", exit_status=0, signal=None)
     w.close()
     return path
@@ -130,3 +170,36 @@ def test_bulk_stores_what_frame_by_frame_stores(tmp_path, monkeypatch):
     assert any(r[COLS.index("anomaly")] for r in fast)
     for secret in (b"abcdefghijklmnopqrstuvwx0123", SPLIT[8:].encode()):
         assert not any(secret in (r[COLS.index("raw")] or b"") for r in fast), secret
+
+
+def _one_record_a_read(monkeypatch) -> None:
+    """The spool read one record at a time, so that reads end where the records do."""
+    real = SpoolReader.read_available
+    queue: dict[int, list] = {}
+
+    def read_available(self, max_bytes=8 << 20, final=False):
+        q = queue.setdefault(id(self), [])
+        if not q:
+            q += real(self, max_bytes, final)
+        self.behind = self.behind or len(q) > 1
+        return [q.pop(0)] if q else []
+    monkeypatch.setattr(SpoolReader, "read_available", read_available)
+
+
+def test_bulk_carries_a_streaming_message_over_to_the_next_read(tmp_path, monkeypatch):
+    _one_record_a_read(monkeypatch)
+    path = _spool(str(tmp_path), "s", _streamed)
+    shutil.copy(path, path + ".copy")
+    slow, slow_session, _ = _load(path, False, monkeypatch)
+    os.rename(path + ".copy", path)
+    fast, fast_session, reads = _load(path, True, monkeypatch)
+    # nearly every read holds pieces: most still go in bulk
+    assert reads >= 200
+    assert fast_session == slow_session
+    assert len(fast) == len(slow) > 5000
+    for a, b in zip(slow, fast, strict=True):
+        assert a == b
+    raws = [r[COLS.index("raw")] or b"" for r in fast]
+    # each secret's first half ("and s") is masked too, at a read's end or inside one
+    assert sum(b"REDAC" in r or b"TED:" in r for r in raws) >= 40
+    assert not any(b'"and s"' in r or f'"{SPLIT} then 0"'.encode() in r for r in raws)
