@@ -23,6 +23,33 @@ os.environ.setdefault("WIRE_UI_RECORD_INDEX", "0")
 from tests.harness.kimi_peer import KimiRun  # noqa: E402
 from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need  # noqa: E402
 
+# Tests that share an expensive fixture run on one xdist worker (scripts/test runs them with
+# --dist loadgroup), so that it is made once per run: a module-scoped fixture (mostly real-agent
+# recordings) for the tests of its module, and a session-wide one for the modules named here.
+# xdist hands out the groups first, largest first, then the single tests, which even out the end.
+SHARED_BY_MODULES = {
+    # tests.harness.analysis.recorded: eight real kimi sessions
+    "test_analysis": "analysis-recordings", "test_analysis_html": "analysis-recordings",
+    # the wheel and its venv, built once per worker process (tests/harness/install.py)
+    "test_docs_blocks": "wheel", "test_install": "wheel", "test_duckdb_compat": "wheel",
+    "test_plugin_project": "wheel", "test_stored_views": "wheel",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):  # its mark is unknown without it
+        return
+    for item in items:
+        module = item.path.stem
+        group = SHARED_BY_MODULES.get(module)
+        info = getattr(item, "_fixtureinfo", None)
+        if group is None and info is not None and any(
+                defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            group = module
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def kimi_exe() -> Path:
