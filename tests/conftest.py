@@ -41,7 +41,7 @@ SHARED_BY_MODULES = {
 MODULE_FIXTURE = re.compile(r"@pytest\.fixture\(.*scope=\"module\"")
 
 
-def test_group(nodeid: str) -> str:
+def xdist_group_of(nodeid: str) -> str:
     """The tests of one group go to one worker; a test of no group is its own."""
     path = nodeid.split("::", 1)[0]
     module = Path(path).stem
@@ -64,7 +64,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SharedFixtureScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid)
+            return xdist_group_of(nodeid)
 
     return SharedFixtureScheduling(config, log)
 
