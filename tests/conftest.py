@@ -22,6 +22,9 @@ if str(ROOT) not in sys.path:
 # (tests/test_ui_record_index.py).
 os.environ.setdefault("WIRE_UI_RECORD_INDEX", "0")
 
+# The analysis modules' recordings: registered here, once, so that the session scope holds (a
+# fixture imported into each test module is a fixture of each, made again for each module).
+from tests.harness.analysis import recorded  # noqa: E402, F401
 from tests.harness.kimi_peer import KimiRun  # noqa: E402
 from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need  # noqa: E402
 
