@@ -39,7 +39,7 @@ SHARED_BY_MODULES = {
     "test_analysis": "analysis-recordings", "test_analysis_html": "analysis-recordings",
     # the wheel and its venv, built once per worker process (tests/harness/install.py)
     "test_docs_blocks": "wheel", "test_install": "wheel", "test_duckdb_compat": "wheel",
-    "test_plugin_project": "wheel", "test_stored_views": "wheel",
+    "test_plugin_project": "wheel",
 }
 MODULE_FIXTURE = re.compile(r"@pytest\.fixture\(.*scope=\"module\"")
 
