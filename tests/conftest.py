@@ -3,7 +3,9 @@ The machinery behind them is in tests/harness/."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -20,8 +22,54 @@ if str(ROOT) not in sys.path:
 # (tests/test_ui_record_index.py).
 os.environ.setdefault("WIRE_UI_RECORD_INDEX", "0")
 
+# The analysis modules' recordings: registered here, once, so that the session scope holds (a
+# fixture imported into each test module is a fixture of each, made again for each module).
+from tests.harness.analysis import recorded  # noqa: E402, F401
 from tests.harness.kimi_peer import KimiRun  # noqa: E402
 from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need  # noqa: E402
+
+# Tests that share an expensive fixture run on one xdist worker, so that it is made once per run:
+# a module-scoped fixture (mostly real-agent recordings) for the tests of its module, and a
+# session-wide one for the modules named here. xdist hands out these groups first, largest
+# first, then the single tests one by one, which even out the end of the run (scripts/test:
+# --dist loadgroup). xdist 3.8's own groups (the xdist_group mark) rewrite item._nodeid, which
+# pytest 9 no longer reads, so the groups are made here, from the test ids.
+SHARED_BY_MODULES = {
+    # tests.harness.analysis.recorded: eight real kimi sessions
+    "test_analysis": "analysis-recordings", "test_analysis_html": "analysis-recordings",
+    # the wheel and its venv, built once per worker process (tests/harness/install.py)
+    "test_docs_blocks": "wheel", "test_install": "wheel", "test_duckdb_compat": "wheel",
+    "test_plugin_project": "wheel",
+}
+MODULE_FIXTURE = re.compile(r"@pytest\.fixture\(.*scope=\"module\"")
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """The tests of one group go to one worker; a test of no group is its own."""
+    path = nodeid.split("::", 1)[0]
+    module = Path(path).stem
+    if module in SHARED_BY_MODULES:
+        return SHARED_BY_MODULES[module]
+    return path if _has_module_fixture(path) else nodeid
+
+
+@functools.cache
+def _has_module_fixture(path: str) -> bool:
+    file = ROOT / path
+    return file.is_file() and MODULE_FIXTURE.search(file.read_text(encoding="utf-8")) is not None
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid)
+
+    return SharedFixtureScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

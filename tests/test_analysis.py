@@ -17,8 +17,6 @@ from tests.harness import analysis as harness
 from tests.harness.analysis import SUBAGENT_ERRORS, expected_from_frames, frames_of, record, run_cli
 from wire_recorder.analysis.sources import open_workspace
 
-recorded = harness.recorded  # the fixture, bound under its name for pytest
-
 
 def _rows(ws, sql, params=()):
     cur = ws.con.execute(sql, list(params))

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from tests.harness.analysis import SUBAGENT_ERRORS, find_chromium, recorded, run_cli  # noqa: F401
+from tests.harness.analysis import SUBAGENT_ERRORS, find_chromium, run_cli
 from tests.harness.browser import Browser
 from wire_recorder.analysis.export import _frames, _session_row
 from wire_recorder.analysis.html_report import write_html
@@ -19,7 +19,7 @@ from wire_recorder.analysis.ui.conversation import conversation
 
 
 @pytest.fixture(scope="module")
-def report(recorded, tmp_path_factory):  # noqa: F811 (the fixture imported above)
+def report(recorded, tmp_path_factory):
     run = recorded[1][SUBAGENT_ERRORS.name]
     out = tmp_path_factory.mktemp("html") / "report.html"
     p = run_cli("wire-show", run.db, "--html", str(out))
@@ -96,7 +96,7 @@ def test_report_renders_offline_in_headless_chromium(report, browser, tmp_path):
     assert png.stat().st_size > 30_000
 
 
-def test_several_sessions_get_an_index_page(recorded, browser, tmp_path):  # noqa: F811
+def test_several_sessions_get_an_index_page(recorded, browser, tmp_path):
     folder, runs = recorded
     dbs = [runs[n].db for n in ("multi_step", "question")]
     out = tmp_path / "two.html"

@@ -4,12 +4,14 @@ wire-proxy byte-exact and every one of them is in the recording (or counted in a
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import time
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.harness.proxy import (
@@ -64,9 +66,11 @@ LINES = [
 STREAM = b"".join(line + b"\n" for line in LINES) + b'{"jsonrpc":"2.0","method":"tail"}'
 
 
-def _frames(db: str, direction: str) -> list[Frame]:
-    rows = db_rows(db, f"SELECT {', '.join(COLUMNS)} FROM frames WHERE direction = ? "
-                       "ORDER BY seq", [direction])
+def _frames(db: str, direction: str, session_id: str | None = None) -> list[Frame]:
+    where = "direction = ?" + ("" if session_id is None else " AND session_id = ?")
+    params = [direction] + ([] if session_id is None else [session_id])
+    rows = db_rows(db, f"SELECT {', '.join(COLUMNS)} FROM frames WHERE {where} ORDER BY seq",
+                   params)
     return [Frame(*r) for r in rows]
 
 
@@ -213,23 +217,36 @@ hostile_line = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None,
+@pytest.fixture(scope="module")
+def fuzz_db(tmp_path_factory) -> tuple[str, itertools.count]:
+    """One file for every fuzz run (a session each, told apart by its name), as proxies share a
+    user's default file: a new file per run cost as much as the run itself."""
+    return str(tmp_path_factory.mktemp("fuzz") / "z.db"), itertools.count()
+
+
+@settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(lines=st.lists(hostile_line, min_size=1, max_size=8), tail=st.booleans())
-def test_fuzz_hostile_streams_through_the_real_proxy(tmp_path_factory, lines, tail):
-    tmp = tmp_path_factory.mktemp("fuzz")
-    db = str(tmp / "z.db")
+@given(lines=st.lists(hostile_line, min_size=1, max_size=12), tail=st.booleans())
+# every fixed kind of hostile line in one stream, cut off after a last line without its newline
+@example(lines=[nested_array(3000), nested_object(3000), in_params(nested_array(1200)),
+                rpc(f'"id":{10 ** 60},"method":"m"'), rpc('"id":1,"result":1e400'), b"[" * 2000,
+                b"\xff\xfe", "\ud800".encode("utf-8", "surrogatepass")], tail=True)
+def test_fuzz_hostile_streams_through_the_real_proxy(fuzz_db, lines, tail):
+    db, runs = fuzz_db
+    name = f"fuzz-{next(runs)}"
     stream = b"".join(line + b"\n" for line in lines)
     if tail:
         stream += ORDINARY  # a last line without its newline
-    res = run_proxy(["--db", db, "--", *echo_agent_cmd()], stream, timeout=60)
+    res = run_proxy(["--db", db, "--name", name, "--", *echo_agent_cmd()], stream, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout == stream
     assert b"Traceback" not in res.stderr
+    ((sid,),) = db_rows(db, "SELECT session_id FROM sessions WHERE name = ?", [name])
     gaps = [orjson.loads(p) for (p,) in db_rows(
-        db, "SELECT payload FROM frames WHERE kind = 'lifecycle' AND method = 'recording_gap'")]
+        db, "SELECT payload FROM frames WHERE session_id = ? AND kind = 'lifecycle' "
+            "AND method = 'recording_gap'", [sid])]
     for direction in ("c2a", "a2c"):
-        frames = _frames(db, direction)
+        frames = _frames(db, direction, sid)
         lost = [g for g in gaps if g["stream"] == direction]
         if not lost:
             assert [(bytes(f.raw), f.newline) for f in frames] == split_frames(stream)

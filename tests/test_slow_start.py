@@ -79,17 +79,21 @@ def test_update_rerecords_a_sample_on_a_busy_machine(kimi_exe, tmp_path):
 def test_an_agent_that_never_answers_is_given_up_at_start_up_with_a_hint(tmp_path):
     # alive, reading its input, silent: never answers `initialize`
     silent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
+    # the start-up wait is at least the frame timeout: a short one (1 s) leaves the start-up
+    # wait (2 s) in charge, so the report names that wait, not the 30 s default frame timeout
+    short = ["--frame-timeout", "1", "--live-llm"]
     code, report = cli_json([str(SAMPLES / "approve_shell.jsonl"), "--startup-timeout", "2",
-                             "--live-llm", "--", *silent], timeout=300)
+                             *short, "--", *silent], timeout=300)
     assert code == 1 and not report["ok"]
     (first,) = [d for d in report["divergences"] if d["kind"] == "timeout"]
     assert first["message"].startswith("gave up at start-up: the agent did not answer its first "
-                                       "request"), first
+                                       "request within 2s of starting"), first
     assert "--startup-timeout S or WIRE_REPLAY_STARTUP_TIMEOUT=S" in first["message"]
     # the wait is the option's, or the variable's when the option is not given
-    code, report = cli_json([str(SAMPLES / "approve_shell.jsonl"), "--live-llm", "--",
-                             *silent], timeout=300, env={"WIRE_REPLAY_STARTUP_TIMEOUT": "2"})
+    code, report = cli_json([str(SAMPLES / "approve_shell.jsonl"), *short, "--",
+                             *silent], timeout=300, env={"WIRE_REPLAY_STARTUP_TIMEOUT": "3"})
     assert code == 1 and "gave up at start-up" in report["divergences"][0]["message"]
+    assert "within 3s of starting" in report["divergences"][0]["message"]
     bad = run_cli([SAMPLES / "approve_shell.jsonl", "--live-llm", "--", *silent],
                   env={"WIRE_REPLAY_STARTUP_TIMEOUT": "soon"})
     assert bad.returncode == 2 and b"WIRE_REPLAY_STARTUP_TIMEOUT='soon'" in bad.stderr
