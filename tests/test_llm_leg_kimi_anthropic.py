@@ -10,6 +10,7 @@ the upstream stopped (green), and with an AGENTS.md added (red, naming the syste
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -170,3 +171,47 @@ def test_replayed_green_then_red_with_an_agents_md(rec):
     assert first["kind"] == "model" and first["where"] == "llm call 1", first
     assert "system prompt changed at char " in first["message"], first
     assert "AGENTS.md" in first["message"], first
+
+
+def test_the_scratch_share_dir_links_the_users_and_gives_back_what_kimi_made(tmp_path):
+    """Without an agent (so it runs wherever kimi's Anthropic provider does not): the scratch
+    dir the proxy makes, and what it does with the agent's writes when the leg stops."""
+    import tomllib
+
+    from wire_recorder.recorder.llm_leg import prepare
+
+    share = tmp_path / "share"
+    share.mkdir()
+    text = ('default_model = "c"\n[models.c]\nprovider = "a"\nmodel = "claude"\n'
+            'max_context_size = 100000\n[providers.a]\ntype = "anthropic"\n'
+            'base_url = "https://example.invalid/anthropic"\napi_key = "k"\n'
+            '[providers.o]\ntype = "kimi"\nbase_url = "https://other.invalid"\napi_key = "k2"\n')
+    (share / "config.toml").write_text(text, encoding="utf-8")
+    (share / "kimi.json").write_text('{"work_dirs": []}', encoding="utf-8")
+    leg, env, note = prepare(["kimi", "--wire"], {"HOME": "/nonexistent",
+                                                   "KIMI_SHARE_DIR": str(share)})
+    assert leg is not None and env is not None, note
+    try:
+        assert "KIMI_SHARE_DIR: a scratch copy of" in note
+        scratch = Path(env["KIMI_SHARE_DIR"])
+        assert scratch != share and leg.upstream.dialect == "anthropic-messages"
+        assert leg.upstream.base_url == "https://example.invalid/anthropic"
+        copy = tomllib.loads((scratch / "config.toml").read_text(encoding="utf-8"))
+        want = tomllib.loads(text)
+        want["providers"]["a"]["base_url"] = leg.stand_in
+        assert copy == want  # only that provider's base_url
+        assert sorted(p.name for p in scratch.iterdir() if p.is_symlink()) == \
+            ["kimi.json", "logs", "sessions"]
+        assert (share / "sessions").is_dir() and (share / "logs").is_dir()
+        # what kimi does: a session under sessions/, kimi.json rewritten atomically, a new file
+        (scratch / "sessions" / "s1").mkdir()
+        (scratch / "kimi.json.tmp").write_text('{"work_dirs": [1]}', encoding="utf-8")
+        os.replace(scratch / "kimi.json.tmp", scratch / "kimi.json")
+        (scratch / "device_id").write_text("d", encoding="utf-8")
+    finally:
+        leg.stop()
+    assert not scratch.exists()
+    assert (share / "sessions" / "s1").is_dir()
+    assert (share / "kimi.json").read_text(encoding="utf-8") == '{"work_dirs": [1]}'
+    assert (share / "device_id").read_text(encoding="utf-8") == "d"
+    assert (share / "config.toml").read_text(encoding="utf-8") == text
