@@ -6,9 +6,11 @@ kimi-cli 1.51 (`kimi_cli/app.py`, `llm.augment_provider_with_env_vars`) picks it
 config (`--config` inline, `--config-file`, else `$KIMI_SHARE_DIR/config.toml` or
 `~/.kimi/config.toml`): `-m/--model` or `default_model`, that alias's provider. For a provider of
 type `kimi` it then takes the base URL from `KIMI_BASE_URL`, for `openai_legacy` and
-`openai_responses` from `OPENAI_BASE_URL`; the other types take no override from the environment
-(the leg is then not recorded, and the proxy says so). Only the session's model is pointed: a
-model switched to mid-session (ACP `session/set_model`) talks to its provider directly.
+`openai_responses` from `OPENAI_BASE_URL`; the other types take no override from the environment:
+for `anthropic` with the config in the share dir, kimi gets a scratch share dir
+(llm_upstream_kimi_share.py); otherwise the leg is not recorded, and the proxy says so. Only the
+session's model is pointed: a model switched to mid-session (ACP `session/set_model`) talks to
+its provider directly.
 """
 
 from __future__ import annotations
@@ -100,6 +102,18 @@ def find(argv: Sequence[str], env: Mapping[str, str]) -> Upstream:
         raise NoLeg(f"the kimi config {source} has no provider {model.get('provider')!r}")
     ptype = str(provider.get("type") or "")
     var = BASE_URL_ENV.get(ptype)
+    from .llm_upstream_kimi_share import POINTED_TYPES, KimiShareUpstream, share_dir
+
+    if var is None and ptype in POINTED_TYPES and source != "--config" and \
+            _flag(argv, ("--config-file",)) is None:  # the share dir's config: a scratch copy
+        base = str(provider.get("base_url") or "")
+        if not base.startswith(("http://", "https://")):
+            raise NoLeg(f"the model's base URL {base!r} (provider {model.get('provider')!r}) "
+                        "is not an http(s) URL")
+        return KimiShareUpstream(base_url=base.rstrip("/"), provider_type=ptype,
+                                 model=str(model.get("model") or "") or None, source=source,
+                                 config=config, share=share_dir(env), alias=str(alias),
+                                 provider=str(model.get("provider")))
     if var is None:
         raise NoLeg(f"kimi takes no base URL from the environment for a provider of type "
                     f"{ptype!r}")

@@ -6,8 +6,9 @@ byte for byte, no key stored, `llm_calls` with Anthropic's usage and a time to f
 replayed from the recorded leg with the upstream stopped (green) and with an AGENTS.md added
 (red, naming the system prompt, here the request's top-level `system`). One recording, one green
 and one red replay. kimi-cli 1.51 speaks the dialect too (kosong's Anthropic provider) but takes
-no base URL for it from the environment: `wire-proxy --llm` says so and runs it without the leg
-(test_kimi_cli_anthropic_is_relayed_without_the_leg_and_says_why).
+no base URL for it from the environment: with `--config-file`, `wire-proxy --llm` says so and
+runs it without the leg (test_kimi_cli_anthropic_is_relayed_without_the_leg_and_says_why); with
+the config in its share dir it is recorded (tests/test_llm_leg_kimi_anthropic.py).
 
 The dialect's parsing (summary, served path mapping, request diff) is also checked on its own,
 without an agent."""

@@ -68,9 +68,12 @@ class LegPin(LlmPin):
     def __init__(self, rec: Recording, argv: Sequence[str], env: Mapping[str, str] | None,
                  exchanges: list[dict[str, Any]]):
         base = dict(os.environ if env is None else env)
+        from .llm_leg_kimi_cli import KimiCliLeg
         from .llm_leg_kimi_code import KimiCodeLeg
 
-        self._kimi_code = KimiCodeLeg.of(rec, argv, base)  # a scratch HOME, any user HOME
+        # a scratch HOME (Kimi Code) or share dir (kimi-cli's anthropic), any user HOME
+        self._kimi_code: KimiCodeLeg | KimiCliLeg | None = \
+            KimiCodeLeg.of(rec, argv, base) or KimiCliLeg.of(rec, argv, base)
         try:
             self.upstream = find(argv, base) if self._kimi_code is None else None
         except NoLeg as e:
