@@ -118,9 +118,11 @@ class ClientPlan:
     question_answers: list[dict[str, str]] | None = None
     hook_answers: Mapping[str, HookAnswer | Sequence[HookAnswer]] = field(default_factory=dict)
     on_request: RequestHandler | None = None
-    init_timeout: float = 30.0  # kimi start-up is ~3 s, up to 7 s under load
-    prompt_timeout: float = 30.0
-    exit_timeout: float = 10.0  # after stdin EOF
+    # Bounds, not budgets: a 2-core runner at load 20 starts kimi in about a minute, so each is
+    # far beyond what a healthy agent needs there; a test of a timeout sets its own
+    init_timeout: float = 300.0
+    prompt_timeout: float = 300.0
+    exit_timeout: float = 60.0  # after stdin EOF
     # instead of closing stdin at the end, send the agent this signal and leave stdin open (the
     # way the vendor's Node SDK ends a session: SIGTERM)
     end_signal: int | None = None
@@ -618,7 +620,7 @@ def run_client(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
-    timeout: float = 60.0,
+    timeout: float = 900.0,
 ) -> ClientResult:
     """Spawn `argv`, drive it through `plan` over its stdin/stdout, return every frame.
 
