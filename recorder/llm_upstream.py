@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from .loopback_env import direct_to_loopback
+
 KIMI_PROGRAMS = frozenset({"kimi", "kimi-cli"})
 # provider type -> the variable kimi-cli reads its base URL from
 BASE_URL_ENV = {"kimi": "KIMI_BASE_URL", "openai_legacy": "OPENAI_BASE_URL",
@@ -43,8 +45,7 @@ class Upstream:
         reaches directly, never through a proxy the user's variables name."""
         out = dict(env)
         out[self.env_var] = stand_in
-        for name in ("NO_PROXY", "no_proxy"):
-            out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+        direct_to_loopback(out)
         return out
 
 

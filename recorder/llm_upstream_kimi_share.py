@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .llm_upstream import Upstream
+from .loopback_env import direct_to_loopback, write_private
 
 ENV = "KIMI_SHARE_DIR"
 POINTED_TYPES = {"anthropic": "anthropic-messages"}
@@ -67,14 +68,10 @@ class KimiShareUpstream(Upstream):
             if name != "config.toml":
                 os.symlink(os.path.join(self.share, name), os.path.join(self.scratch, name))
                 self.linked.add(name)
-        fd = os.open(os.path.join(self.scratch, "config.toml"),
-                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_private(os.path.join(self.scratch, "config.toml"), text)
         out = dict(env)
         out[ENV] = self.scratch
-        for name in ("NO_PROXY", "no_proxy"):
-            out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+        direct_to_loopback(out)
         return out
 
     def cleanup(self) -> None:

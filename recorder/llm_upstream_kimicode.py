@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .llm_upstream import NoLeg, Upstream
+from .loopback_env import direct_to_loopback, write_private
 
 PACKAGE = "@moonshot-ai/kimi-code"
 HOME_ENV = "KIMI_CODE_HOME"
@@ -140,12 +141,8 @@ class KimiCodeUpstream(Upstream):
         for name in sorted(os.listdir(self.data_dir)):
             if name != "config.toml":
                 os.symlink(os.path.join(self.data_dir, name), os.path.join(data, name))
-        fd = os.open(os.path.join(data, "config.toml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                     0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        for name in ("NO_PROXY", "no_proxy"):
-            out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+        write_private(os.path.join(data, "config.toml"), text)
+        direct_to_loopback(out)
         return out
 
     def cleanup(self) -> None:

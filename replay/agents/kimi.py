@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from wire_recorder.recorder import kimi_config
 from wire_recorder.recorder.errors import InputError
+from wire_recorder.recorder.loopback_env import direct_to_loopback
 from wire_recorder.recorder.toml_text import dumps as to_toml
 
 from ..normalize import WorkDirRewrite
@@ -557,9 +558,7 @@ def agent_env(env: Mapping[str, str] | None, home: str, scripts_path: str) -> di
            if k not in DROP_ENV and not k.startswith(DROP_ENV_PREFIXES)}
     out["HOME"] = home
     out[SCRIPTS_ENV] = scripts_path
-    # the loopback model is reached directly, never through a proxy the user's variables name
-    for name in ("NO_PROXY", "no_proxy"):
-        out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+    direct_to_loopback(out)
     return out
 
 

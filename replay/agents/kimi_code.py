@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wire_recorder.recorder.errors import InputError
+from wire_recorder.recorder.loopback_env import direct_to_loopback
 
 from .kimi import (
     LIVE_LLM_HINT,
@@ -227,9 +228,7 @@ def agent_env(env: Mapping[str, str] | None, home: str) -> dict[str, str]:
            if k not in DROP_ENV and not k.startswith(DROP_ENV_PREFIXES)}
     out.update(OFFLINE_ENV)
     out["HOME"] = home
-    # the loopback model is reached directly, never through a proxy the user's variables name
-    for name in ("NO_PROXY", "no_proxy"):
-        out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+    direct_to_loopback(out)
     return out
 
 

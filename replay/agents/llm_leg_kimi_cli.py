@@ -19,14 +19,14 @@ from wire_recorder.recorder import kimi_config
 from wire_recorder.recorder.errors import InputError
 from wire_recorder.recorder.llm_upstream import is_kimi
 from wire_recorder.recorder.llm_upstream_kimi_share import ENV, share_dir
+from wire_recorder.recorder.loopback_env import direct_to_loopback
 from wire_recorder.recorder.toml_text import dumps as to_toml
 
-from .llm_leg_kimi_code import leg_event
+from .llm_leg_kimi_code import leg_event, on_loopback
 
 if TYPE_CHECKING:
     from ..recording import Recording
 
-PROVIDER = "wire-replay-leg"
 SHARE_LINKS = ("skills", "plugins", "mcp.json")
 
 
@@ -66,21 +66,7 @@ class KimiCliLeg:
 
     def env(self, stand_in: str) -> dict[str, str]:
         """The agent's environment, its config written for the loopback at `stand_in`."""
-        ev = self.event
-        alias = str(ev.get("alias") or "default")
-        model = dict(ev.get("model_config") or {}) if isinstance(ev.get("model_config"),
-                                                                   dict) else {}
-        model["provider"] = PROVIDER
-        if ev.get("model"):
-            model["model"] = ev["model"]
-        config = dict(self.user_config)
-        own = config.get("models")
-        own = own if isinstance(own, dict) else {}
-        config["models"] = {**{k: {**v, "provider": PROVIDER} for k, v in own.items()
-                               if isinstance(v, dict) and k != alias}, alias: model}
-        config["default_model"] = alias
-        config["providers"] = {PROVIDER: {"type": str(ev.get("provider_type") or ""),
-                                          "base_url": stand_in, "api_key": "wire-replay"}}
+        config = on_loopback(self.user_config, self.event, "default", "", stand_in)
         try:
             text = to_toml(config)
         except TypeError as e:
@@ -89,8 +75,7 @@ class KimiCliLeg:
             f.write(text)
         out = dict(self.base_env)
         out[ENV] = self.share
-        for name in ("NO_PROXY", "no_proxy"):
-            out[name] = ",".join(x for x in (out.get(name), "127.0.0.1") if x)
+        direct_to_loopback(out)
         return out
 
     def note(self) -> str:

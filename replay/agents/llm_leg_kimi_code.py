@@ -31,6 +31,27 @@ if TYPE_CHECKING:
 PROVIDER = "wire-replay-leg"
 
 
+def on_loopback(user_config: Mapping[str, Any], ev: Mapping[str, Any], default_alias: str,
+                default_type: str, stand_in: str) -> dict[str, Any]:
+    """The user's agent config with the recorded model (`ev`: the leg's model event) as its
+    default, and every model on one provider: the loopback at `stand_in`."""
+    alias = str(ev.get("alias") or default_alias)
+    model = dict(ev.get("model_config") or {}) if isinstance(ev.get("model_config"),
+                                                               dict) else {}
+    model["provider"] = PROVIDER
+    if ev.get("model"):
+        model["model"] = ev["model"]
+    config = dict(user_config)
+    own = config.get("models")
+    own = own if isinstance(own, dict) else {}
+    config["models"] = {**{k: {**v, "provider": PROVIDER} for k, v in own.items()
+                           if isinstance(v, dict) and k != alias}, alias: model}
+    config["default_model"] = alias
+    config["providers"] = {PROVIDER: {"type": str(ev.get("provider_type") or default_type),
+                                      "base_url": stand_in, "api_key": "wire-replay"}}
+    return config
+
+
 def leg_event(rec: Recording) -> dict[str, Any] | None:
     """The recording's `llm_leg` event (how its model was reached), None without one."""
     from wire_recorder.recorder.store import open_store
@@ -100,22 +121,9 @@ class KimiCodeLeg:
 
     def env(self, stand_in: str) -> dict[str, str]:
         """The agent's environment, its config written for the loopback at `stand_in`."""
-        ev = self.event
-        alias = str(ev.get("alias") or kimi_code.DEFAULT_ALIAS)
-        model = dict(ev.get("model_config") or {}) if isinstance(ev.get("model_config"),
-                                                                   dict) else {}
-        model["provider"] = PROVIDER
-        model.pop("base_url", None)
-        if ev.get("model"):
-            model["model"] = ev["model"]
-        config = dict(self.user_config)
-        own = config.get("models")
-        own = own if isinstance(own, dict) else {}
-        config["models"] = {**{k: {**v, "provider": PROVIDER} for k, v in own.items()
-                               if isinstance(v, dict) and k != alias}, alias: model}
-        config["default_model"] = alias
-        config["providers"] = {PROVIDER: {"type": str(ev.get("provider_type") or "openai"),
-                                          "base_url": stand_in, "api_key": "wire-replay"}}
+        config = on_loopback(self.user_config, self.event, kimi_code.DEFAULT_ALIAS, "openai",
+                             stand_in)
+        config["models"][config["default_model"]].pop("base_url", None)  # (the provider's)
         config.pop("default_provider", None)
         config["telemetry"] = False
         catalog = config.get("model_catalog")
