@@ -243,9 +243,12 @@ def corrupt(tmp_path_factory) -> dict[str, Path]:
     con.execute("INSERT INTO sessions VALUES (1)")
     con.close()
     flipped = bytearray(data)
-    at = len(flipped) // 100  # inside the first blocks DuckDB reads: the catalog
-    for i in range(at, at + 64):
-        flipped[i] ^= 0xFF
+    # 64 bytes flipped in every block past the file's three header pages, whatever the block
+    # size: the catalog's blocks among them, wherever DuckDB put them (a fixed offset missed
+    # them once the file got smaller)
+    for block in range(3 * 4096, len(flipped), 4096):
+        for i in range(block + 16, min(block + 80, len(flipped))):
+            flipped[i] ^= 0xFF
     (d / "bytes_flipped.db").write_bytes(bytes(flipped))
     for name in BAD_DBS:
         files[name] = d / name
