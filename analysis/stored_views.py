@@ -89,13 +89,7 @@ def store_views(con: duckdb.DuckDBPyConnection,
     if wanted is not None and views.stored_version(con) == views.VIEWS_VERSION:
         wanted |= covered(con) or set()  # the parts there stay (a file's sessions only add up)
     adapters = views.adapters_for(wanted)
-    own = False
-    try:
-        con.execute("BEGIN TRANSACTION")  # the file's catalog is written once, not per statement
-        own = True
-    except duckdb.TransactionException:
-        pass  # the caller's transaction holds it
-    try:
+    with views.catalog_transaction(con):
         for text in views.macro_sql(False, adapters):
             con.execute(text)
         for name in views.VIEW_NAMES:
@@ -111,12 +105,6 @@ def store_views(con: duckdb.DuckDBPyConnection,
                     [views.VIEWS_VERSION])
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     [PROTOCOLS_KEY, "*" if wanted is None else ",".join(sorted(wanted))])
-        if own:
-            con.execute("COMMIT")
-    except BaseException:
-        if own:
-            con.execute("ROLLBACK")
-        raise
     return True
 
 

@@ -43,6 +43,7 @@ installs the views into files named after every qualifier used in the SQL.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from importlib.resources import files
 
 import duckdb
@@ -151,14 +152,7 @@ def install_views(con: duckdb.DuckDBPyConnection, temp: bool = False,
     `adapters_for`; a Wire-only workspace plans and runs Wire's SQL alone. progress: called
     with each view's name once it is made (the materialized ones take the time)."""
     adapters = adapters_for(protocols if temp else None)
-    own = False
-    if not temp:  # one transaction: a file's catalog is written once, not per statement
-        try:
-            con.execute("BEGIN TRANSACTION")
-            own = True
-        except duckdb.TransactionException:
-            pass  # the caller's transaction holds it
-    try:
+    with catalog_transaction(con, wanted=not temp):
         for text in macro_sql(temp, adapters):
             con.execute(text)
         for name in VIEW_NAMES:
@@ -172,6 +166,21 @@ def install_views(con: duckdb.DuckDBPyConnection, temp: bool = False,
             add_comments(con, temp=False)
             con.execute("INSERT OR REPLACE INTO meta VALUES ('analysis_views', ?)",
                         [VIEWS_VERSION])
+
+
+@contextmanager
+def catalog_transaction(con: duckdb.DuckDBPyConnection, wanted: bool = True) -> Iterator[None]:
+    """One transaction around a file's catalog writes (written once, not per statement), ours
+    to commit or roll back; inside a caller's transaction (or not `wanted`), none of our own."""
+    own = False
+    if wanted:
+        try:
+            con.execute("BEGIN TRANSACTION")
+            own = True
+        except duckdb.TransactionException:
+            pass  # the caller's transaction holds it
+    try:
+        yield
         if own:
             con.execute("COMMIT")
     except BaseException:
