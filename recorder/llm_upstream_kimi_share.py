@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .llm_upstream import Upstream
-from .loopback_env import direct_to_loopback, write_private
+from .loopback_env import direct_to_loopback, give_back, write_private
 
 ENV = "KIMI_SHARE_DIR"
 POINTED_TYPES = {"anthropic": "anthropic-messages"}
@@ -81,16 +81,5 @@ class KimiShareUpstream(Upstream):
             return
         import shutil
 
-        for name in os.listdir(scratch) if os.path.isdir(scratch) else ():
-            src = os.path.join(scratch, name)
-            if name == "config.toml" or os.path.islink(src):
-                continue
-            dest = os.path.join(self.share, name)
-            try:
-                if name in self.linked and os.path.isfile(src) and not os.path.isdir(dest):
-                    shutil.copyfile(src, dest)  # a file the agent rewrote in place of the link
-                elif not os.path.lexists(dest):
-                    shutil.move(src, dest)
-            except OSError:
-                pass  # left behind with the scratch dir: nothing to break the relay for
+        give_back(scratch, self.share, "config.toml", frozenset(self.linked))
         shutil.rmtree(scratch, ignore_errors=True)

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .llm_upstream import NoLeg, Upstream
-from .loopback_env import direct_to_loopback, write_private
+from .loopback_env import direct_to_loopback, give_back, write_private
 
 PACKAGE = "@moonshot-ai/kimi-code"
 HOME_ENV = "KIMI_CODE_HOME"
@@ -153,17 +153,7 @@ class KimiCodeUpstream(Upstream):
         import shutil
 
         for mine, theirs in reversed(self.links):
-            for name in os.listdir(mine) if os.path.isdir(mine) else ():
-                src = os.path.join(mine, name)
-                own = "config.toml" if theirs == self.data_dir else DATA_DIR  # ours
-                if name == own or os.path.islink(src):
-                    continue
-                dest = os.path.join(theirs, name)
-                if not os.path.lexists(dest):
-                    try:
-                        shutil.move(src, dest)
-                    except OSError:
-                        pass  # left behind with the scratch dir: nothing to break the relay for
+            give_back(mine, theirs, "config.toml" if theirs == self.data_dir else DATA_DIR)
         self.links.clear()
         shutil.rmtree(scratch, ignore_errors=True)
 
