@@ -23,6 +23,7 @@ import time
 
 # the weakest weight: 15 against 1024 for a group at 0
 BACKGROUND_NICE = 19
+_watching = False  # this process's parent-watch thread is running
 
 
 def _in_effect() -> bool:
@@ -68,8 +69,7 @@ class LoaderShare:
         with self.lock:
             if not self.active or busy == self.lowered or self.proc.returncode is not None:
                 return
-            # Not before it has started (and its parent-watch with it): a loader lowered while
-            # it imports, its proxy then killed, would take minutes to start on a busy machine.
+            # Not before its parent-watch runs (_started).
             if busy and not self.started:
                 self.started = _started(self.proc.pid)
                 if not self.started:
@@ -90,6 +90,11 @@ def watch_parent(parent: int) -> None:
     a lowered loader beside busy processes gets so little that its own loop can take minutes to
     come round, while this thread gets the GIL within one switch interval of the loader's time."""
 
+    global _watching
+    if _watching:  # (the loader process starts it first thing, ingest_spool again)
+        return
+    _watching = True
+
     def run() -> None:
         while os.getppid() == parent:
             time.sleep(0.25)
@@ -98,8 +103,10 @@ def watch_parent(parent: int) -> None:
 
 
 def _started(pid: int) -> bool:
-    """Whether the loader `pid` is past its start-up (imports: a second of CPU, which a lowered
-    loader could take minutes for): its first thread, watch_parent's, is there."""
+    """Whether the loader `pid` has its parent-watch thread (its first, started before its
+    imports: recorder/loader_process.py), which gives it its weight back if we die while it is
+    lowered; before that, a lowered loader whose proxy is killed could take minutes to start
+    on a busy machine."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:

@@ -150,7 +150,7 @@ def _start_loader(spool_path: str, note: _Notes):
     r, w = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "wire_recorder.recorder.loader", spool_path],
+            [sys.executable, "-m", "wire_recorder.recorder.loader_process", spool_path],
             stdin=subprocess.DEVNULL, stdout=w, stderr=w,
             pass_fds=() if hold is None else (hold,),
             # Its own session: neither a Ctrl-C for the agent nor the terminal's hang-up stops
