@@ -77,6 +77,8 @@ def test_kimi_acp_records_the_anthropic_leg_without_the_key(acp_anthropic):
     assert (share / "credentials" / "kimi-code.json").is_file()
     assert [p for p in (share / "sessions").rglob("*") if p.is_file()], \
         sorted(str(p) for p in share.rglob("*"))
+    meta = json.loads((share / "kimi.json").read_text(encoding="utf-8"))  # given back
+    assert [w["path"] for w in meta["work_dirs"]] == [str(run.workdir)], meta
 
 
 def test_kimi_acp_replays_the_anthropic_leg_green_then_red_with_an_agents_md(acp_anthropic):
