@@ -171,14 +171,12 @@ def install_views(con: duckdb.DuckDBPyConnection, temp: bool = False,
 @contextmanager
 def catalog_transaction(con: duckdb.DuckDBPyConnection, wanted: bool = True) -> Iterator[None]:
     """One transaction around a file's catalog writes (written once, not per statement), ours
-    to commit or roll back; inside a caller's transaction (or not `wanted`), none of our own."""
-    own = False
-    if wanted:
-        try:
-            con.execute("BEGIN TRANSACTION")
-            own = True
-        except duckdb.TransactionException:
-            pass  # the caller's transaction holds it
+    to commit or roll back; inside a caller's transaction (or not `wanted`), none of our own:
+    the writes are the caller's to commit. (A BEGIN inside one would fail and make DuckDB abort
+    the caller's transaction, and DuckDB has no savepoints: so it is looked for first.)"""
+    own = wanted and not in_transaction(con)
+    if own:
+        con.execute("BEGIN TRANSACTION")
     try:
         yield
         if own:
@@ -187,6 +185,14 @@ def catalog_transaction(con: duckdb.DuckDBPyConnection, wanted: bool = True) -> 
         if own:
             con.execute("ROLLBACK")
         raise
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """The connection is inside a transaction it began (DuckDB says so nowhere else): a
+    transaction keeps its id from one statement to the next, each autocommit statement gets a
+    new one."""
+    ask = "SELECT txid_current()"
+    return con.execute(ask).fetchone() == con.execute(ask).fetchone()
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:

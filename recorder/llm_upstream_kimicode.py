@@ -16,7 +16,9 @@ was given (initialize's `authMethods[].env`): the client's view stays the same. 
 KIMI_CODE_HOME, the scratch data dir is given there instead, and the client sees its path.)
 So the agent's sessions, journals (`sessions/`) and logs land in the user's dir as without the
 leg (those two are made there first if missing); what it creates elsewhere at the top of HOME or
-of the data dir is moved to the user's when the proxy ends (unless the user's has it by then).
+of the data dir is moved to the user's when the proxy ends (unless the user's has it by then),
+and a file of the user's that it rewrote in place of the link (`workspaces.json`, written
+atomically) is copied over the user's.
 A change the agent writes to `config.toml` itself is lost (the copy is removed: it holds the
 provider's api_key). When the user set `KIMI_MODEL_NAME` (no config model), `KIMI_MODEL_BASE_URL`
 points it instead.
@@ -97,7 +99,8 @@ class KimiCodeUpstream(Upstream):
         self.scratch: str | None = None
         self.own_home = bool(own_home)
         self.user_home = user_home
-        self.links: list[tuple[str, str]] = []  # (scratch dir, the user's it mirrors)
+        # (scratch dir, the user's it mirrors, the names linked there)
+        self.links: list[tuple[str, str, set[str]]] = []
         self.how = (f"{HOME_ENV}: a scratch copy of {data_dir}" if own_home else
                     "a scratch HOME mirroring yours") + \
             f", its config.toml's base_url for the model {alias!r} swapped"
@@ -127,33 +130,38 @@ class KimiCodeUpstream(Upstream):
             # HOME, not KIMI_CODE_HOME: `kimi acp` tells the client a KIMI_CODE_HOME it was
             # given (initialize's authMethods[].env), so that would change the client's view
             home = self.user_home
-            self.links.append((self.scratch, home))
+            self.links.append((self.scratch, home, set()))
             for name in sorted(os.listdir(home)) if os.path.isdir(home) else ():
                 if name != DATA_DIR:
                     os.symlink(os.path.join(home, name), os.path.join(self.scratch, name))
+                    self.links[-1][2].add(name)
             data = os.path.join(self.scratch, DATA_DIR)
             os.mkdir(data, 0o700)
             out["HOME"] = self.scratch
-        self.links.append((data, self.data_dir))
+        self.links.append((data, self.data_dir, set()))
         os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
         for name in SHARED_DIRS:
             os.makedirs(os.path.join(self.data_dir, name), mode=0o700, exist_ok=True)
         for name in sorted(os.listdir(self.data_dir)):
             if name != "config.toml":
                 os.symlink(os.path.join(self.data_dir, name), os.path.join(data, name))
+                self.links[-1][2].add(name)
         write_private(os.path.join(data, "config.toml"), text)
         direct_to_loopback(out)
         return out
 
     def cleanup(self) -> None:
-        """Move what the agent made in the scratch dirs to the user's, then remove them."""
+        """Move what the agent made in the scratch dirs to the user's, and copy over the
+        user's what it rewrote in place of a link (Kimi Code 2.1 writes `workspaces.json`
+        atomically once it exists), then remove them; never our config copy."""
         scratch, self.scratch = self.scratch, None
         if scratch is None:
             return
         import shutil
 
-        for mine, theirs in reversed(self.links):
-            give_back(mine, theirs, "config.toml" if theirs == self.data_dir else DATA_DIR)
+        for mine, theirs, linked in reversed(self.links):
+            give_back(mine, theirs, "config.toml" if theirs == self.data_dir else DATA_DIR,
+                      frozenset(linked))
         self.links.clear()
         shutil.rmtree(scratch, ignore_errors=True)
 

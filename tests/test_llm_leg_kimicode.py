@@ -24,6 +24,10 @@ from tests.harness.peers import need
 from tests.harness.replay import parallel
 
 BIN = Path(sys.executable).parent
+EARLIER = {"root": "/", "name": "earlier", "created_at": "2026-01-01T00:00:00.000Z",
+           "last_opened_at": "2026-01-01T00:00:00.000Z"}
+WORKSPACES = {"version": 1, "workspaces": {"wd_earlier_000000000000": EARLIER},
+              "deleted_workspace_ids": []}
 
 
 def _replay(db: Path, argv: list[str], root: Path, files: dict[str, str]):
@@ -45,9 +49,13 @@ def kc_leg(acp_python, tmp_path_factory):
     root = tmp_path_factory.mktemp("llm-leg-kimicode")
     db = root / "kc.db"
     run = KimiCodeRun.create(files=SCENARIO.files, tmp_root=root, keep=True)
+    # an earlier session's workspace list: Kimi Code rewrites it atomically (the scratch data
+    # dir's link becomes a file), which the leg copies back over the user's
+    (run.home / ".kimi-code" / "workspaces.json").write_text(json.dumps(WORKSPACES),
+                                                              encoding="utf-8")
     with StreamingModel(TURNS) as model:
-        run.config_path.write_text(config_toml(model.base_url, model.key, model.model),
-                                   encoding="utf-8")
+        config = config_toml(model.base_url, model.key, model.model)
+        run.config_path.write_text(config, encoding="utf-8")
         result = run_acp_scenario(SCENARIO, [str(BIN / "wire-proxy"), "-q", "--llm", "--db",
                                              str(db), "--"], acp_python=acp_python, run=run)
     argv = [str(node), str(main), "acp"]
@@ -55,7 +63,7 @@ def kc_leg(acp_python, tmp_path_factory):
              ("agents_md", {"notes.txt": NOTES, "AGENTS.md": "# Rules\n\nAnswer in one line.\n"})]
     runs = dict(parallel(lambda c: (c[0], _replay(db, argv, root / c[0], c[1])), cases,
                          workers=2))
-    return result, model, db, run, runs, root
+    return result, model, db, run, runs, root, config
 
 
 def test_kimi_code_records_its_model_leg(kc_leg):
@@ -78,10 +86,15 @@ def test_kimi_code_records_its_model_leg(kc_leg):
     assert model.key.encode() not in raw and not KEY_RE.search(raw)
     # the user's config is untouched and the journal landed in the user's data dir
     assert model.key in run.config_path.read_text(encoding="utf-8")
+    assert run.config_path.read_text(encoding="utf-8") == kc_leg[6]  # never our copy
     data = run.home / ".kimi-code"
     assert run.journals(), sorted(p.name for p in data.iterdir())
     # what the agent made at the top of its (scratch) data dir was moved to the user's
     assert (data / "session_index.jsonl").is_file(), sorted(p.name for p in data.iterdir())
+    # and what it rewrote in place of a link to the user's file was copied over it
+    spaces = json.loads((data / "workspaces.json").read_text(encoding="utf-8"))["workspaces"]
+    assert spaces.pop("wd_earlier_000000000000") == EARLIER, spaces
+    assert [w["root"] for w in spaces.values()] == [str(run.workdir)], spaces
     assert not any(p.is_symlink() for d in (run.home, data) for p in d.iterdir())
 
 

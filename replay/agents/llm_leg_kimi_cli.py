@@ -3,8 +3,9 @@ provider, which takes no base URL from the environment: recorder/llm_upstream_ki
 kimi gets a scratch KIMI_SHARE_DIR whose config.toml is the user's (if any) with the recorded
 model, from the recording's `llm_leg` event (alias, settings, provider type), on the loopback
 that serves the recorded answers (llm_leg_pin.py). So the replay needs only the agent command,
-in any HOME. The user's skills, plugins and MCP file are linked in; sessions and logs stay in
-the scratch dir.
+in any HOME. The user's skills, plugins, MCP file and login (`credentials/`: `kimi acp` refuses
+session/new without one, whatever the model) are linked in; sessions and logs stay in the
+scratch dir.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .llm_leg_kimi_code import leg_event, on_loopback
 if TYPE_CHECKING:
     from ..recording import Recording
 
-SHARE_LINKS = ("skills", "plugins", "mcp.json")
+SHARE_LINKS = ("skills", "plugins", "mcp.json", "credentials")
 
 
 class KimiCliLeg:

@@ -1,0 +1,98 @@
+"""`wire-proxy --llm -- kimi acp` with an `anthropic` provider: kimi-cli 1.51 takes no base URL
+from the environment for that type, so `kimi acp` (which takes no options at all: its config is
+always the share dir's) gets the scratch KIMI_SHARE_DIR that `kimi --wire` gets
+(recorder/llm_upstream_kimi_share.py; test_llm_leg_kimi_anthropic.py, whose model script and
+config this shares). One real ACP session through the harness client against
+tests/harness/model_server.py playing Anthropic: the exchanges stored without the key, the
+session and the login in the user's share dir; replayed with the upstream stopped (green) and
+with an AGENTS.md added (red, naming the system prompt). `kimi acp` checks the login
+(`credentials/`) on session/new, so the replay's scratch share dir links it in."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.harness.acp import AcpRun, AcpScenario, run_acp_scenario
+from tests.harness.llm_leg import KEY_RE, PROMPT, exchanges
+from tests.harness.model_server import StreamingModel
+from tests.harness.peers import need
+from tests.harness.replay import WIRE_PROXY, parallel, run_cli
+from tests.test_llm_leg_kimi_anthropic import _anthropic_works, _config, _turns
+
+
+@pytest.fixture(scope="module")
+def acp_anthropic(kimi_exe, tmp_path_factory):
+    need(lambda: _anthropic_works(kimi_exe), "kimi-cli with a working Anthropic provider")
+    root = tmp_path_factory.mktemp("llm-leg-kimi-acp-anthropic")
+    run = AcpRun.create([], {"a.txt": "alpha line one\n"}, kimi=kimi_exe, tmp_root=root,
+                        keep=True)
+    turns = _turns(str(run.workdir))
+    scenario = AcpScenario(name="leg-anthropic", description="", scripts=[], prompts=[PROMPT],
+                           permissions=[], timeout=600)
+    db = root / "acp.db"
+    with StreamingModel(turns, dialect="anthropic") as model:
+        config = _config(model)
+        (run.home / ".kimi" / "config.toml").write_text(config, encoding="utf-8")
+        result = run_acp_scenario(scenario, [WIRE_PROXY, "-q", "--llm", "--wait", "60", "--db",
+                                             str(db), "--"], run=run)
+    # the replays: the user's HOME as it is now (its config names the stopped upstream)
+    agents_md = root / "work-agents-md"
+    shutil.copytree(run.workdir, agents_md)
+    (agents_md / "AGENTS.md").write_text("# Rules\n\nAnswer in one line.\n", encoding="utf-8")
+
+    def replay(case: tuple[str, str]):
+        name, cwd = case
+        home = root / f"home-{name}"
+        shutil.copytree(run.home, home)
+        return name, run_cli(["--json", db, "--", str(kimi_exe), "acp"], timeout=1200,
+                             env={"HOME": str(home)}, cwd=cwd)
+
+    runs = dict(parallel(replay, [("green", str(run.workdir)), ("agents_md", str(agents_md))],
+                         workers=2))
+    return result, model, turns, db, run, config, runs
+
+
+def test_kimi_acp_records_the_anthropic_leg_without_the_key(acp_anthropic):
+    result, model, turns, db, run, config = acp_anthropic[:6]
+    assert result.exit_code == 0, result.client_stderr[-2000:]
+    ex = exchanges(db)
+    assert len(ex) == len(model.requests) == len(turns), result.client_stderr[-2000:]
+    assert all({k.lower(): v for k, v in h.items()}["x-api-key"] == model.key
+               for h in model.headers)
+    for e, req in zip(ex, model.requests, strict=True):
+        assert e["request"]["path"] == "/v1/messages", e["request"]["path"]
+        assert [k.lower() for k in e["request"]["secret_headers"]] == ["x-api-key"]
+        assert e["response"]["status"] == 200
+        assert req["model"] == model.model and req["stream"] is True
+    for side in db.parent.iterdir():  # the recording, its blobs, spools and notes
+        if side.is_file():
+            raw = side.read_bytes()
+            assert model.key.encode() not in raw and not KEY_RE.search(raw), side
+    share = run.home / ".kimi"
+    assert (share / "config.toml").read_text(encoding="utf-8") == config  # untouched
+    assert not any(p.is_symlink() for p in share.iterdir())
+    assert (share / "credentials" / "kimi-code.json").is_file()
+    assert [p for p in (share / "sessions").rglob("*") if p.is_file()], \
+        sorted(str(p) for p in share.rglob("*"))
+    meta = json.loads((share / "kimi.json").read_text(encoding="utf-8"))  # given back
+    assert [w["path"] for w in meta["work_dirs"]] == [str(run.workdir)], meta
+
+
+def test_kimi_acp_replays_the_anthropic_leg_green_then_red_with_an_agents_md(acp_anthropic):
+    runs = acp_anthropic[6]
+    green = runs["green"]
+    assert green.stdout.strip(), green.stderr.decode()[-3000:]
+    report = json.loads(green.stdout)
+    assert green.returncode == 0, ([d["message"] for d in report.get("divergences") or []],
+                                   green.stderr.decode()[-2000:])
+    assert any("recorded model leg: 2 exchange(s) (2 answered)" in n and
+               "scratch KIMI_SHARE_DIR" in n for n in report["notes"]), report["notes"]
+    red = runs["agents_md"]
+    assert red.returncode == 1, (red.stdout.decode()[-4000:], red.stderr.decode()[-2000:])
+    first = json.loads(red.stdout)["first_divergence"]
+    assert first["kind"] == "model" and first["where"] == "llm call 1", first
+    assert "system prompt changed at char " in first["message"], first
+    assert "AGENTS.md" in first["message"], first
