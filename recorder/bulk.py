@@ -20,7 +20,8 @@ well-formed JSON-RPC 2.0 object of at most BLOCK_SIZE bytes without a number Duc
 differently (20+ digits).
 
 While redacting, the last TAIL_CHARS characters of a message still streaming at a read's end go
-frame by frame (from the piece where they begin): the stream join holds those pieces over to
+frame by frame (from the piece where they begin, or an earlier one, so that a run without
+whitespace that goes on into them is held whole): the stream join holds those pieces over to
 the next read, whose pieces join them, so that a secret split across the two reads is masked
 in every piece as the frame-by-frame path masks it. Rows buffered before a bulk batch go in
 with it, in the same write (a resumed load skips up to the highest seq stored).
@@ -58,11 +59,12 @@ from .store import BLOCK_SIZE
 ODD_JSON = r"[0-9][eE][+-]?[0-9]{3}|[0-9]{20}|,\s*[\]}]|(?i:[:,\[]\s*-?(?:inf|nan))"
 
 # characters of a message streaming at a read's end that go frame by frame, held over to the
-# next read (longer secrets start with a marker the screen finds: a PEM block's header)
+# next read, from a piece holding whitespace on (longer secrets start with a marker the screen
+# finds, a PEM block's header, or are one run without whitespace, held whole: a JWT)
 TAIL_CHARS = 4096
 
 _SQL: dict[tuple[str, bool], str] = {}
-# CPU seconds of this process in each step (bench/bench_loader.py prints them)
+# CPU seconds of this process in each step (for profiling in-process: ingest_spool, then these)
 TIMES = {"stage": 0.0, "checks": 0.0, "insert": 0.0}
 
 
@@ -172,12 +174,15 @@ class Bulk:
             con = st.con
             con.execute(stage_sql(ing.classifier.protocol, redactor.enabled),
                         [texts, firsts, dirs, monos, [_ts(w) for w in tss], tss])
-            TIMES["stage"] += time.process_time() - c0
+            c1 = time.process_time()
+            TIMES["stage"] += c1 - c0
             if joiner is not None:
                 # the text of every piece, and where the read's last message streaming at its
-                # end begins to hold its last TAIL_CHARS characters (a frame from the agent
-                # without a piece's marker ends any message; materialized, each step runs once,
-                # where inlined `a` ran for each use)
+                # end begins to hold its last TAIL_CHARS characters and the whole run without
+                # whitespace that goes on into them (a secret is such a run, or starts with a
+                # marker the screen finds: a JWT's anchor may come after 4 KiB of its header).
+                # A frame from the agent without a piece's marker ends any message;
+                # materialized, each step runs once, where inlined `a` ran for each use
                 marked = _marked(RULES[ing.classifier.protocol])
                 state["pieces"], state["full"], state["first"], state["other"] = con.execute(
                     f"""WITH a AS MATERIALIZED (SELECT seq, piece, {marked} AS marked
@@ -185,13 +190,14 @@ class Bulk:
                     e AS (SELECT coalesce(max(seq) FILTER (WHERE NOT marked), -1) AS other
                           FROM a),
                     r AS MATERIALIZED (
-                        SELECT seq, sum(length(coalesce(piece, ''))) OVER (ORDER BY seq DESC)
-                               AS after FROM a, e WHERE seq > other)
+                        SELECT seq, piece, sum(length(coalesce(piece, '')))
+                               OVER (ORDER BY seq DESC) AS after FROM a, e WHERE seq > other)
                     SELECT (SELECT string_agg(piece, '' ORDER BY seq) FILTER (WHERE piece <> '')
                             FROM a),
-                           (SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}),
+                           (SELECT max(seq) FROM r WHERE after >= {TAIL_CHARS}
+                                                   AND regexp_matches(piece, '\\s')),
                            (SELECT min(seq) FROM r), (SELECT other FROM e)""").fetchall()[0]
-            TIMES["checks"] += time.process_time() - c0
+            TIMES["checks"] += time.process_time() - c1
 
         if not ing.store.write(stage):
             return False

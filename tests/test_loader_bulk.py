@@ -9,6 +9,8 @@ to the next read, so that its joined text is screened whole; the rest of the rea
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import time
@@ -113,7 +115,8 @@ def _spool(tmp: str, name: str, streams=_streams) -> str:
             "host": "h", "quiet": True, "redact": True, "snapshot_workdir": False}
     w = SpoolWriter(path, meta, no_loss=True)
     w.event("spawn", argv=["cat"], cwd=tmp, pid=1)
-    if streams is _streamed:  # records as they are (one read each: see _one_record_a_read)
+    if streams in (_streamed, _long_secret):  # records as they are (one read each: see
+        # _one_record_a_read)
         for stream, data in streams():
             w.put(stream, data)
     else:
@@ -203,3 +206,50 @@ def test_bulk_carries_a_streaming_message_over_to_the_next_read(tmp_path, monkey
     # each secret's first half ("and s") is masked too, at a read's end or inside one
     assert sum(b"REDAC" in r or b"TED:" in r for r in raws) >= 40
     assert not any(b'"and s"' in r or f'"{SPLIT} then 0"'.encode() in r for r in raws)
+
+
+# a JWT whose header (a certificate chain, `x5c`) is longer than the part of a message carried
+# over to the next read: its anchor (`.eyJ`, the second part) comes only in the next read
+_CERT = base64.b64encode(b"".join(hashlib.sha256(bytes([i])).digest() for i in range(110)))
+JWT = ".".join(base64.urlsafe_b64encode(part).decode().rstrip("=") for part in (
+    orjson.dumps({"alg": "RS256", "typ": "JWT", "x5c": [_CERT.decode()] * 2}),
+    b'{"sub":"user","exp":1900000000}', hashlib.sha256(b"signature").digest() * 8))
+
+
+def _long_secret() -> list[tuple[int, bytes]]:
+    """Records of a session that streams a JWT in 16-character pieces, cut between two records
+    (reads) 6,000 characters into it, 6,586 before the anchor the screen looks for."""
+    out = [(A2C, b"".join(_event(i) + b"\n" for i in range(k * 40, k * 40 + 40)))
+           for k in range(4)]
+    pieces = [_piece("signed with ")] + [_piece(JWT[i:i + 16]) for i in range(0, len(JWT), 16)]
+    out.append((A2C, b"".join(f + b"\n" for f in [_event(200), *pieces[:376]])))
+    out.append((A2C, b"".join(f + b"\n" for f in [*pieces[376:], _event(201, "done")])))
+    out += [(A2C, b"".join(_event(i) + b"\n" for i in range(k * 40, k * 40 + 40)))
+            for k in range(6, 8)]
+    return out
+
+
+def test_bulk_masks_a_secret_longer_than_the_carried_over_part(tmp_path, monkeypatch):
+    _one_record_a_read(monkeypatch)
+    path = _spool(str(tmp_path), "j", _long_secret)
+    shutil.copy(path, path + ".copy")
+    slow, _, _ = _load(path, False, monkeypatch)
+    os.rename(path + ".copy", path)
+    fast, _, reads = _load(path, True, monkeypatch)
+    assert reads >= 3
+    # no 24 characters of the JWT in the message's pieces joined, nor in any row
+    bits = [JWT[i:i + 24] for i in range(0, len(JWT) - 24, 8)]
+    for rows in (slow, fast):
+        raws = [r[COLS.index("raw")] for r in rows]
+        texts = [orjson.loads(r)["params"]["payload"]["text"] for r in raws
+                 if b'"ContentPart"' in r]
+        assert len(texts) == 1 + -(-len(JWT) // 16)  # the message's pieces
+        joined = "".join(texts)
+        assert not [b for b in bits if b in joined]
+        for c in ("raw", "payload"):
+            stored = [v if isinstance(v, bytes) else (v or "").encode()
+                      for v in (r[COLS.index(c)] for r in rows)]
+            assert not [b for b in bits if any(b.encode() in v for v in stored)]
+    assert len(fast) == len(slow)
+    for a, b in zip(slow, fast, strict=True):
+        assert a == b
