@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIRE_PROXY = os.path.join(ROOT, ".venv", "bin", "wire-proxy")
@@ -235,19 +237,24 @@ def kimi_code(args: argparse.Namespace) -> int:
           f"(User-Agent {agent_ua}), sent {reps} times each way with node's fetch "
           f"({len(calls) * reps} per way), {os.cpu_count()} CPUs, {wall:.1f} s"
           + (", recorded without redaction" if args.no_redact else ""))
-    print(f"{'':34}{'p50 ms':>10}{'p90 ms':>10}")
-    n = len(calls)
+    table(out, 34, [len(c["body"]) for c in calls])
+    return 0
+
+
+def table(out: dict[str, Any], width: int, sizes: Sequence[int] = ()) -> None:
+    """The p50/p90 of the calls sent direct and through the leg, and what the leg added; with
+    `sizes` (the request bodies sent in turn, in bytes), what it added to each of them too."""
+    print(f"{'':{width}}{'p50 ms':>10}{'p90 ms':>10}")
+    n = len(sizes)
     for i, what in ((0, "first byte"), (1, "whole answer")):
         leg = [c[i] * 1e3 for c in out["leg"]]
         direct = [c[i] * 1e3 for c in out["direct"]]
         added = [a - b for a, b in zip(leg, direct, strict=True)]
         rows = [(f"direct, {what}", direct), (f"--llm, {what}", leg),
                 (f"added by --llm, {what}", added)]
-        rows += [(f"  call {j + 1} ({len(calls[j]['body']):,} B), added", added[j::n])
-                 for j in range(n)]
+        rows += [(f"  call {j + 1} ({sizes[j]:,} B), added", added[j::n]) for j in range(n)]
         for label, xs in rows:
-            print(f"{label:34}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
-    return 0
+            print(f"{label:{width}}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -315,14 +322,7 @@ def main() -> int:
           + (f"the request bodies of {args.bodies_from}, " if args.bodies_from else
              f"{args.body:,} bytes of prompt, ")
           + f"{os.cpu_count()} CPUs, {wall:.1f} s in all")
-    print(f"{'':28}{'p50 ms':>10}{'p90 ms':>10}")
-    for i, what in ((0, "first byte"), (1, "whole answer")):
-        leg = [c[i] * 1e3 for c in out["leg"]]
-        direct = [c[i] * 1e3 for c in out["direct"]]
-        added = [a - b for a, b in zip(leg, direct, strict=True)]
-        for label, xs in ((f"direct, {what}", direct), (f"--llm, {what}", leg),
-                          (f"added by --llm, {what}", added)):
-            print(f"{label:28}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
+    table(out, 28)
     return 0
 
 
