@@ -205,19 +205,14 @@ def kimi_code(args: argparse.Namespace) -> int:
             env.update({"HOME": home, "BENCH_CALLS_FILE": os.path.join(tmp, "calls.json"),
                         "BENCH_REPS": str(reps), "BENCH_DIRECT": info["base_url"],
                         "BENCH_KEY": info["key"]})
-            t = time.perf_counter()
             bench_db = os.path.join(tmp, "b.db")
-            p = subprocess.run([WIRE_PROXY, "--llm", "--db", bench_db, "--wait", "120",
-                                *(["--no-redact"] if args.no_redact else []), "--", str(node), os.path.join(pkg, "dist", "main.mjs"), "acp"],
-                               env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=3600)
-            wall = time.perf_counter() - t
+            out, wall = through_the_leg(
+                bench_db, [str(node), os.path.join(pkg, "dist", "main.mjs"), "acp"], env,
+                ["--no-redact"] if args.no_redact else [])
         finally:
             server.stdin.close()  # type: ignore[union-attr]
             server.wait(timeout=30)
-        lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
-        if p.returncode != 0 or not lines:
-            sys.stderr.write(p.stderr.decode())
+        if out is None:
             return 1
         import duckdb
 
@@ -230,7 +225,6 @@ def kimi_code(args: argparse.Namespace) -> int:
         finally:
             con.close()
     leg_event = json.loads(leg_event)
-    out = json.loads(lines[-1])
     print(f"Kimi Code's leg: the agent recognised as {leg_event.get('agent')!r} (the scratch "
           f"HOME's config copy names {out['legUrl'].rsplit('/', 1)[0]}/…), {stored} exchanges "
           f"stored; its {len(TURNS)} calls recorded from a real session in {rec_s:.1f} s "
@@ -239,6 +233,22 @@ def kimi_code(args: argparse.Namespace) -> int:
           + (", recorded without redaction" if args.no_redact else ""))
     table(out, 34, [len(c["body"]) for c in calls])
     return 0
+
+
+def through_the_leg(db: str, agent: list[str], env: dict[str, str],
+                    options: Sequence[str] = ()) -> tuple[dict[str, Any] | None, float]:
+    """Run the bench client as `agent` under `wire-proxy --llm`: its timings (the last JSON
+    line it wrote on stderr) and the wall time; None (its stderr shown) when it failed."""
+    t = time.perf_counter()
+    p = subprocess.run([WIRE_PROXY, "--llm", "--db", db, "--wait", "120", *options, "--",
+                        *agent], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=3600)
+    wall = time.perf_counter() - t
+    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(p.stderr.decode())
+        return None, wall
+    return json.loads(lines[-1]), wall
 
 
 def table(out: dict[str, Any], width: int, sizes: Sequence[int] = ()) -> None:
@@ -304,20 +314,13 @@ def main() -> int:
                 env["BENCH_BODIES"] = os.path.join(tmp, "bodies.json")
                 with open(env["BENCH_BODIES"], "w", encoding="utf-8") as f:
                     json.dump(bodies, f)
-            t = time.perf_counter()
-            p = subprocess.run([WIRE_PROXY, "--llm", "--db", os.path.join(tmp, "b.db"),
-                                "--wait", "120", "--", agent, "--config-file", cfg, "--wire"],
-                               env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=3600)
-            wall = time.perf_counter() - t
+            out, wall = through_the_leg(os.path.join(tmp, "b.db"),
+                                        [agent, "--config-file", cfg, "--wire"], env)
         finally:
             server.stdin.close()  # type: ignore[union-attr]
             server.wait(timeout=30)
-    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        sys.stderr.write(p.stderr.decode())
+    if out is None:
         return 1
-    out = json.loads(lines[-1])
     print(f"{args.calls} calls each way, {args.events} SSE events per answer, "
           + (f"the request bodies of {args.bodies_from}, " if args.bodies_from else
              f"{args.body:,} bytes of prompt, ")
