@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIRE_PROXY = os.path.join(ROOT, ".venv", "bin", "wire-proxy")
@@ -203,19 +205,14 @@ def kimi_code(args: argparse.Namespace) -> int:
             env.update({"HOME": home, "BENCH_CALLS_FILE": os.path.join(tmp, "calls.json"),
                         "BENCH_REPS": str(reps), "BENCH_DIRECT": info["base_url"],
                         "BENCH_KEY": info["key"]})
-            t = time.perf_counter()
             bench_db = os.path.join(tmp, "b.db")
-            p = subprocess.run([WIRE_PROXY, "--llm", "--db", bench_db, "--wait", "120",
-                                *(["--no-redact"] if args.no_redact else []), "--", str(node), os.path.join(pkg, "dist", "main.mjs"), "acp"],
-                               env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=3600)
-            wall = time.perf_counter() - t
+            out, wall = through_the_leg(
+                bench_db, [str(node), os.path.join(pkg, "dist", "main.mjs"), "acp"], env,
+                ["--no-redact"] if args.no_redact else [])
         finally:
             server.stdin.close()  # type: ignore[union-attr]
             server.wait(timeout=30)
-        lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
-        if p.returncode != 0 or not lines:
-            sys.stderr.write(p.stderr.decode())
+        if out is None:
             return 1
         import duckdb
 
@@ -228,26 +225,46 @@ def kimi_code(args: argparse.Namespace) -> int:
         finally:
             con.close()
     leg_event = json.loads(leg_event)
-    out = json.loads(lines[-1])
     print(f"Kimi Code's leg: the agent recognised as {leg_event.get('agent')!r} (the scratch "
           f"HOME's config copy names {out['legUrl'].rsplit('/', 1)[0]}/…), {stored} exchanges "
           f"stored; its {len(TURNS)} calls recorded from a real session in {rec_s:.1f} s "
           f"(User-Agent {agent_ua}), sent {reps} times each way with node's fetch "
           f"({len(calls) * reps} per way), {os.cpu_count()} CPUs, {wall:.1f} s"
           + (", recorded without redaction" if args.no_redact else ""))
-    print(f"{'':34}{'p50 ms':>10}{'p90 ms':>10}")
-    n = len(calls)
+    table(out, 34, [len(c["body"]) for c in calls])
+    return 0
+
+
+def through_the_leg(db: str, agent: list[str], env: dict[str, str],
+                    options: Sequence[str] = ()) -> tuple[dict[str, Any] | None, float]:
+    """Run the bench client as `agent` under `wire-proxy --llm`: its timings (the last JSON
+    line it wrote on stderr) and the wall time; None (its stderr shown) when it failed."""
+    t = time.perf_counter()
+    p = subprocess.run([WIRE_PROXY, "--llm", "--db", db, "--wait", "120", *options, "--",
+                        *agent], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=3600)
+    wall = time.perf_counter() - t
+    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(p.stderr.decode())
+        return None, wall
+    return json.loads(lines[-1]), wall
+
+
+def table(out: dict[str, Any], width: int, sizes: Sequence[int] = ()) -> None:
+    """The p50/p90 of the calls sent direct and through the leg, and what the leg added; with
+    `sizes` (the request bodies sent in turn, in bytes), what it added to each of them too."""
+    print(f"{'':{width}}{'p50 ms':>10}{'p90 ms':>10}")
+    n = len(sizes)
     for i, what in ((0, "first byte"), (1, "whole answer")):
         leg = [c[i] * 1e3 for c in out["leg"]]
         direct = [c[i] * 1e3 for c in out["direct"]]
         added = [a - b for a, b in zip(leg, direct, strict=True)]
         rows = [(f"direct, {what}", direct), (f"--llm, {what}", leg),
                 (f"added by --llm, {what}", added)]
-        rows += [(f"  call {j + 1} ({len(calls[j]['body']):,} B), added", added[j::n])
-                 for j in range(n)]
+        rows += [(f"  call {j + 1} ({sizes[j]:,} B), added", added[j::n]) for j in range(n)]
         for label, xs in rows:
-            print(f"{label:34}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
-    return 0
+            print(f"{label:{width}}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -297,32 +314,18 @@ def main() -> int:
                 env["BENCH_BODIES"] = os.path.join(tmp, "bodies.json")
                 with open(env["BENCH_BODIES"], "w", encoding="utf-8") as f:
                     json.dump(bodies, f)
-            t = time.perf_counter()
-            p = subprocess.run([WIRE_PROXY, "--llm", "--db", os.path.join(tmp, "b.db"),
-                                "--wait", "120", "--", agent, "--config-file", cfg, "--wire"],
-                               env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=3600)
-            wall = time.perf_counter() - t
+            out, wall = through_the_leg(os.path.join(tmp, "b.db"),
+                                        [agent, "--config-file", cfg, "--wire"], env)
         finally:
             server.stdin.close()  # type: ignore[union-attr]
             server.wait(timeout=30)
-    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        sys.stderr.write(p.stderr.decode())
+    if out is None:
         return 1
-    out = json.loads(lines[-1])
     print(f"{args.calls} calls each way, {args.events} SSE events per answer, "
           + (f"the request bodies of {args.bodies_from}, " if args.bodies_from else
              f"{args.body:,} bytes of prompt, ")
           + f"{os.cpu_count()} CPUs, {wall:.1f} s in all")
-    print(f"{'':28}{'p50 ms':>10}{'p90 ms':>10}")
-    for i, what in ((0, "first byte"), (1, "whole answer")):
-        leg = [c[i] * 1e3 for c in out["leg"]]
-        direct = [c[i] * 1e3 for c in out["direct"]]
-        added = [a - b for a, b in zip(leg, direct, strict=True)]
-        for label, xs in ((f"direct, {what}", direct), (f"--llm, {what}", leg),
-                          (f"added by --llm, {what}", added)):
-            print(f"{label:28}{statistics.median(xs):>10.2f}{pct(xs, 0.9):>10.2f}")
+    table(out, 28)
     return 0
 
 

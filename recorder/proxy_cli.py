@@ -45,7 +45,7 @@ options:
   --llm              also stand between the agent and its model: point the agent at a
                      loopback endpoint, forward each request to the model of the agent's
                      config, and record every exchange (request, streamed answer) in the
-                     session; API keys are never stored (kimi-cli)
+                     session; API keys are never stored (kimi-cli, Kimi Code)
   --no-loss          when the disk falls behind, slow the relay down instead of dropping
                      frames from the recording (by default the relay never waits)
   -q, --quiet        no notes on stderr (problems are still reported)
@@ -153,7 +153,10 @@ def run(argv: list[str]) -> int:
 
         if len(argv) < 2:
             raise UsageError("recover needs a .db or .spool path", f"{PROXY} recover PATH")
-        return recover_paths(argv[1:])
+        if argv[1] in ("-h", "--help"):  # its usage is part of the proxy's
+            argv = ["--help"]
+        else:
+            return recover_paths(argv[1:])
     parsed = parse_args(argv)
     if parsed == "help":
         from . import protocols  # the registry: in-tree adapters and installed ones

@@ -3,7 +3,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# bold on a terminal only: a log file gets no escape codes
+if [ -t 2 ]; then say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+else say() { printf '==> %s\n' "$*" >&2; }; fi
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # pip prints a warning per unreachable mirror folder on some machines; keep the log readable.

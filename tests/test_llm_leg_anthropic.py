@@ -16,20 +16,19 @@ without an agent."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness.acp import check_acp_scenario, run_acp_scenario
-from tests.harness.kimicode import KimiCodeRun, clean_env, config_toml, find_kimicode
-from tests.harness.kimicode_session import NOTES, SCENARIO
+from tests.harness.acp import check_acp_scenario
+from tests.harness.kimicode import find_kimicode
+from tests.harness.kimicode_leg import record_and_replay
+from tests.harness.kimicode_session import SCENARIO
 from tests.harness.llm_leg import KEY_RE, exchanges
-from tests.harness.model_server import StreamingModel, answer, anthropic_events, call
+from tests.harness.model_server import answer, call, sse_events
 from tests.harness.peers import need
-from tests.harness.replay import parallel
 
 BIN = Path(sys.executable).parent
 # the Kimi Code session of tests/harness/kimicode_session.py, its first answer with reasoning
@@ -45,8 +44,7 @@ TURNS = [
 
 
 def _events(turn: dict, model: str) -> list[bytes]:
-    return [f"event: {name}\ndata: ".encode() + json.dumps(data, ensure_ascii=False).encode()
-            + b"\n\n" for name, data in anthropic_events(turn, model)]
+    return sse_events(turn, model, "anthropic")
 
 
 # -- the dialect's parsing, without an agent ------------------------------------------------
@@ -120,36 +118,10 @@ def test_an_anthropic_request_diff_names_system_tools_and_thinking():
 # -- Kimi Code with an anthropic provider, recorded and replayed ----------------------------
 
 
-def _replay(db: Path, argv: list[str], root: Path, files: dict[str, str]):
-    """wire-replay --json with only the agent command, a fresh empty HOME, a fresh work dir."""
-    home, work = root / "home", root / "work"
-    home.mkdir(parents=True)
-    work.mkdir()
-    for rel, text in files.items():
-        (work / rel).write_text(text, encoding="utf-8")
-    env = clean_env()
-    env.update({"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    return subprocess.run([str(BIN / "wire-replay"), "--json", str(db), "--", *argv], env=env,
-                          capture_output=True, text=True, timeout=1200, cwd=str(work))
-
-
 @pytest.fixture(scope="module")
 def kc_anthropic(acp_python, tmp_path_factory):
-    node, main = need(find_kimicode, "Kimi Code")
-    root = tmp_path_factory.mktemp("llm-leg-anthropic")
-    db = root / "kc.db"
-    run = KimiCodeRun.create(files=SCENARIO.files, tmp_root=root, keep=True)
-    with StreamingModel(TURNS, dialect="anthropic") as model:
-        run.config_path.write_text(config_toml(model.base_url, model.key, model.model,
-                                               provider_type="anthropic"), encoding="utf-8")
-        result = run_acp_scenario(SCENARIO, [str(BIN / "wire-proxy"), "-q", "--llm", "--db",
-                                             str(db), "--"], acp_python=acp_python, run=run)
-    argv = [str(node), str(main), "acp"]
-    cases = [("green", {"notes.txt": NOTES}),
-             ("agents_md", {"notes.txt": NOTES, "AGENTS.md": "# Rules\n\nAnswer in one line.\n"})]
-    runs = dict(parallel(lambda c: (c[0], _replay(db, argv, root / c[0], c[1])), cases,
-                         workers=2))
-    return result, model, db, run, runs
+    return record_and_replay(acp_python, tmp_path_factory.mktemp("llm-leg-anthropic"), TURNS,
+                             dialect="anthropic")
 
 
 def test_kimi_code_records_its_anthropic_leg_byte_for_byte(kc_anthropic):

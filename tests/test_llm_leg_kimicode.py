@@ -8,20 +8,18 @@ work dir (red, naming the system prompt). One recording, one green and one red r
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness.acp import check_acp_scenario, run_acp_scenario
-from tests.harness.kimicode import KimiCodeRun, clean_env, config_toml, find_kimicode
-from tests.harness.kimicode_session import NOTES, SCENARIO, TURNS
+from tests.harness.acp import check_acp_scenario
+from tests.harness.kimicode import find_kimicode
+from tests.harness.kimicode_leg import record_and_replay
+from tests.harness.kimicode_session import SCENARIO, TURNS
 from tests.harness.llm_leg import KEY_RE, exchanges
-from tests.harness.model_server import StreamingModel
 from tests.harness.peers import need
-from tests.harness.replay import parallel
 
 BIN = Path(sys.executable).parent
 EARLIER = {"root": "/", "name": "earlier", "created_at": "2026-01-01T00:00:00.000Z",
@@ -30,40 +28,15 @@ WORKSPACES = {"version": 1, "workspaces": {"wd_earlier_000000000000": EARLIER},
               "deleted_workspace_ids": []}
 
 
-def _replay(db: Path, argv: list[str], root: Path, files: dict[str, str]):
-    """wire-replay --json with only the agent command, a fresh empty HOME, a fresh work dir."""
-    home, work = root / "home", root / "work"
-    home.mkdir(parents=True)
-    work.mkdir()
-    for rel, text in files.items():
-        (work / rel).write_text(text, encoding="utf-8")
-    env = clean_env()
-    env.update({"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    return subprocess.run([str(BIN / "wire-replay"), "--json", str(db), "--", *argv], env=env,
-                          capture_output=True, text=True, timeout=1200, cwd=str(work))
-
-
 @pytest.fixture(scope="module")
 def kc_leg(acp_python, tmp_path_factory):
-    node, main = need(find_kimicode, "Kimi Code")
-    root = tmp_path_factory.mktemp("llm-leg-kimicode")
-    db = root / "kc.db"
-    run = KimiCodeRun.create(files=SCENARIO.files, tmp_root=root, keep=True)
-    # an earlier session's workspace list: Kimi Code rewrites it atomically (the scratch data
-    # dir's link becomes a file), which the leg copies back over the user's
-    (run.home / ".kimi-code" / "workspaces.json").write_text(json.dumps(WORKSPACES),
-                                                              encoding="utf-8")
-    with StreamingModel(TURNS) as model:
-        config = config_toml(model.base_url, model.key, model.model)
-        run.config_path.write_text(config, encoding="utf-8")
-        result = run_acp_scenario(SCENARIO, [str(BIN / "wire-proxy"), "-q", "--llm", "--db",
-                                             str(db), "--"], acp_python=acp_python, run=run)
-    argv = [str(node), str(main), "acp"]
-    cases = [("green", {"notes.txt": NOTES}),
-             ("agents_md", {"notes.txt": NOTES, "AGENTS.md": "# Rules\n\nAnswer in one line.\n"})]
-    runs = dict(parallel(lambda c: (c[0], _replay(db, argv, root / c[0], c[1])), cases,
-                         workers=2))
-    return result, model, db, run, runs, root, config
+    def earlier_workspace(run) -> None:
+        # an earlier session's workspace list: Kimi Code rewrites it atomically (the scratch
+        # data dir's link becomes a file), which the leg copies back over the user's
+        (run.home / ".kimi-code" / "workspaces.json").write_text(json.dumps(WORKSPACES),
+                                                                  encoding="utf-8")
+    return record_and_replay(acp_python, tmp_path_factory.mktemp("llm-leg-kimicode"), TURNS,
+                             before=earlier_workspace)
 
 
 def test_kimi_code_records_its_model_leg(kc_leg):
@@ -86,7 +59,8 @@ def test_kimi_code_records_its_model_leg(kc_leg):
     assert model.key.encode() not in raw and not KEY_RE.search(raw)
     # the user's config is untouched and the journal landed in the user's data dir
     assert model.key in run.config_path.read_text(encoding="utf-8")
-    assert run.config_path.read_text(encoding="utf-8") == kc_leg[6]  # never our copy
+    assert run.config_path.read_text(encoding="utf-8") == config_toml(
+        model.base_url, model.key, model.model)  # never our copy
     data = run.home / ".kimi-code"
     assert run.journals(), sorted(p.name for p in data.iterdir())
     # what the agent made at the top of its (scratch) data dir was moved to the user's

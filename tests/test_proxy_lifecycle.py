@@ -163,6 +163,8 @@ def test_help_and_version():
     res = run_proxy(["--help"])
     assert res.returncode == 0 and b"usage: wire-proxy" in res.stdout
     assert run_proxy(["--version"]).stdout.startswith(b"wire-proxy ")
+    res = run_proxy(["recover", "--help"])  # not taken for a recording named --help
+    assert res.returncode == 0 and b"wire-proxy recover PATH" in res.stdout, res.stderr
 
 
 def test_spawn_happens_before_heavy_imports(tmp_path):

@@ -122,6 +122,17 @@ def anthropic_events(turn: dict[str, Any], model: str = MODEL) -> list[tuple[str
     return out
 
 
+def sse_events(turn: dict[str, Any], model: str = MODEL, dialect: str = "openai") -> list[bytes]:
+    """The SSE events the server streams for `turn`, each sent as one HTTP chunk."""
+    def js(data: Any) -> bytes:
+        return json.dumps(data, ensure_ascii=False).encode()
+
+    if dialect == "anthropic":
+        return [f"event: {name}\ndata: ".encode() + js(data) + b"\n\n"
+                for name, data in anthropic_events(turn, model)]
+    return [b"data: " + js(c) + b"\n\n" for c in sse_chunks(turn, model)] + [b"data: [DONE]\n\n"]
+
+
 class StreamingModel:
     """Serves `turns` to the requests in the order they come; a request past the script gets a
     400 that names it (kimi fails the prompt with it), never a hang."""
@@ -223,10 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(int(turn["status"]), str(turn["message"]))
         elif not body.get("stream"):
             self._error(400, "this model only streams")
-        elif anthropic:
-            self._stream_events(anthropic_events(turn, self.model.model))
         else:
-            self._stream(sse_chunks(turn, self.model.model))
+            self._stream(sse_events(turn, self.model.model, self.model.dialect))
 
     def _error(self, status: int, message: str) -> None:
         if self.model.dialect == "anthropic":
@@ -243,31 +252,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _stream(self, chunks: list[dict[str, Any]]) -> None:
+    def _stream(self, events: list[bytes]) -> None:
+        # one writer for both dialects: they differ only in how an SSE event is spelt
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for c in chunks:
-                self._chunk(b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n")
-            self._chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _stream_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for name, data in events:
-                self._chunk(f"event: {name}\ndata: ".encode()
-                            + json.dumps(data, ensure_ascii=False).encode() + b"\n\n")
+            for event in events:
+                self._chunk(event)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
