@@ -145,7 +145,7 @@ def test_the_fork_from_the_page_stores_a_linked_branch_and_opens_it(ui, forked):
     tags = sessions[f"{parent}-fork-1"]["tags"]
     tags = tags if isinstance(tags, dict) else orjson.loads(tags)
     assert tags["fork_of"] == parent and "ApprovalRequest" in tags["fork_at"]
-    assert tags["fork_change"] == 'response → "reject"'
+    assert tags["fork_change"] == "response 'approve' → 'reject'"  # as the CLI words it
     # the page opened it: its title and its tags
     assert forked["hash"].startswith("#s/") and f"{parent}-fork-1" in forked["hash"]
     assert f"{parent}-fork-1" in forked["title"]
