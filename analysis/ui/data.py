@@ -30,6 +30,8 @@ import orjson
 from wire_recorder.recorder.errors import DBLocked, UserError
 from wire_recorder.recorder.model import Frame
 
+from . import closing
+
 if TYPE_CHECKING:  # rich and the timeline load with the first session, not before the URL
     from .conversation import Conversation
 
@@ -229,15 +231,17 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
         return
     import duckdb
 
-    con = duckdb.connect(":memory:")
-    spill = bound_memory(con)
-    try:
-        version = attach_db(con, path, "rec")
-        lock(con)
-        yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
-    finally:
-        con.close()
-        remove_spill(spill)
+    with closing.using_duckdb():
+        con = duckdb.connect(":memory:")
+        spill = bound_memory(con)
+        try:
+            with closing.interruptible(con):
+                version = attach_db(con, path, "rec")
+                lock(con)
+                yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
+        finally:
+            con.close()
+            remove_spill(spill)
 
 
 @dataclass
@@ -302,6 +306,7 @@ class _Batches:
 
     def __exit__(self, *exc: Any) -> None:
         if self.pool is not None:
+            closing.discard(self.pool)
             self.pool.close()
 
     def run(self, what: str, paths: list[str] | None = None) -> Iterator[tuple[list[str], dict]]:
@@ -330,17 +335,24 @@ class _Batches:
                 self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
             except OSError:  # no process to be had: this thread reads them all
                 self.pool = None
+            else:
+                closing.add(self.pool)  # wire-ui closing ends them (the batches abandoned)
         pool = self.pool if len(todo) >= PROCESSES_FROM else None
-        with ThreadPoolExecutor(max_workers=2) as ex:
+        ex = ThreadPoolExecutor(max_workers=2)
+        try:
             # the first batch here, while the workers start: its rows are on the page sooner
             futures = [None] + [ex.submit(pool.read, g, what) for g in groups[1:]] if pool else None
             for n, group in enumerate(groups):
+                closing.check()
                 try:
                     fut = futures[n] if futures is not None else None
                     res = fut.result() if fut is not None else coldindex.read_files(group, what)
                 except Exception:  # noqa: BLE001 - a worker's failure: each file on its own
+                    closing.check()  # (or wire-ui closing: no file read again)
                     res = self._one_by_one(group, what)
                 yield group, res
+        finally:  # (wire-ui closing: the batches not started are dropped)
+            ex.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _one_by_one(group: list[str], what: str) -> dict:
@@ -350,6 +362,8 @@ class _Batches:
         for p in group:
             try:
                 one = coldindex.read_files([p], what)
+            except closing.Closed:
+                raise
             except Exception as e:  # noqa: BLE001 - one line for the page, not a trace
                 first = (str(e).splitlines() or [type(e).__name__])[0]
                 res["problems"][p] = f"{p}: cannot be indexed: {first}"
@@ -460,6 +474,7 @@ class Catalog:
 
         # transcripts and Parquet exports: a workspace each (rows and text at once)
         for p in others:
+            closing.check()
             try:
                 with open_workspace([p]) as ws:
                     self._file_rows[p] = (sigs[p], index_rows(ws))
@@ -638,10 +653,14 @@ class Catalog:
             raise KeyError(key)
         return r
 
-    def _open(self, r: dict) -> Any:
+    @contextlib.contextmanager
+    def _open(self, r: dict) -> Iterator[Any]:
         from ..sources import open_workspace
 
-        return open_workspace([r["source_file"]])
+        # wire-ui closing interrupts its statements and waits for it to be closed
+        with closing.using_duckdb(), open_workspace([r["source_file"]]) as ws, \
+                closing.interruptible(ws.con):
+            yield ws
 
     def session(self, key: str) -> dict:
         """The header, cards, timeline and token chart (the conversation: `items`)."""
