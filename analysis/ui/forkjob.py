@@ -41,6 +41,8 @@ import orjson
 
 from wire_recorder.recorder.visible import visible
 
+from . import closing
+
 # the tail of the fork's stderr kept to show (its progress and its error line)
 TAIL = 4000
 # how long a closing wire-ui waits for an interrupted fork to end (then kills it)
@@ -171,7 +173,8 @@ class Forks:
         code = proc.wait()
         reader.join()
         try:
-            self._finish(job, code, b"".join(out))
+            with closing.quietly():  # its branch joining the index, cut short by wire-ui closing
+                self._finish(job, code, b"".join(out))
         finally:
             job.ended = time.monotonic()
 
