@@ -226,7 +226,8 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     from ..sources import attach_db, bound_memory, lock, open_workspace, remove_spill
 
     if os.path.isdir(path) or not is_duckdb_file(path):  # a transcript or a Parquet export
-        with open_workspace([path], materialize=False) as ws:
+        with open_workspace([path], materialize=False) as ws, \
+                closing.interruptible(ws.con):
             yield ws.con, "frames"
         return
     import duckdb
@@ -476,7 +477,8 @@ class Catalog:
         for p in others:
             closing.check()
             try:
-                with open_workspace([p]) as ws:
+                with open_workspace([p]) as ws, \
+                        closing.interruptible(ws.con):
                     self._file_rows[p] = (sigs[p], index_rows(ws))
             except UserError as e:
                 problems.append(e.one_line())
@@ -687,7 +689,8 @@ class Catalog:
         and the page says what it left out. The conversation is paged as for any session."""
         from ..sources import open_workspace
 
-        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws, \
+                closing.interruptible(ws.con):
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
             frames = ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ?",
@@ -772,7 +775,8 @@ class Catalog:
 
         r = self.row(key)
         out: dict[int, list[str]] = {}
-        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws, \
+                closing.interruptible(ws.con):
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
             # the first CHECK_MAX frames (as wire-check): a bound on seq, found over seq alone
@@ -811,7 +815,8 @@ class Catalog:
         from ..sources import open_workspace
 
         # the views computed for this one query (not materialised over the whole file)
-        with open_workspace([r["source_file"]], materialize=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False) as ws, \
+                closing.interruptible(ws.con):
             seqs = [x[0] for x in ws.con.execute(sql("related"), {"sid": r["session_id"],
                                                                    "seq": seq}).fetchall()]
             if not seqs:
