@@ -12,7 +12,7 @@ statements is lost), the index's loops stop at their next check (`check`), and w
 (SETTLE_S at most) for the threads to leave DuckDB (`using_duckdb`), so that their own clean-up
 (their spill folders, the index's worker processes) is done. Then the process ends with
 os._exit instead of finalizing: a thread that has left its block may still release a
-connection its error's traceback held (measured: 3 of 5 such ends still aborted), and nothing
+connection its error's traceback held (waiting alone: 3 of 5 such ends still aborted), and nothing
 is left for the finalization to do (stdout and stderr are flushed first).
 """
 
