@@ -115,7 +115,11 @@ def _store(result: ReplayResult, path: str, rec: Recording, fork: Fork) -> str:
             tags.update(fork_of=rec.session_id, fork_at=fork.at, fork_change=fork.change)
             session.update(session_id=sid, name=f"{rec.name}-fork-{n}", tags=tags)
             frames = [dataclasses.replace(f, session_id=sid) for f in frames]  # (the parent's)
+            # one transaction: a fork stopped while storing (wire-ui closing) leaves no branch
+            # without its frames; a connection closed before the commit rolls it back
+            store.con.begin()
             store_session(store, session, frames, "wire-replay")
+            store.con.commit()
     except OSError as e:
         raise OutputError(f"cannot store the branch in {path}: {e.strerror}") from None
     return sid

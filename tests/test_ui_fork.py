@@ -145,7 +145,7 @@ def test_the_fork_from_the_page_stores_a_linked_branch_and_opens_it(ui, forked):
     tags = sessions[f"{parent}-fork-1"]["tags"]
     tags = tags if isinstance(tags, dict) else orjson.loads(tags)
     assert tags["fork_of"] == parent and "ApprovalRequest" in tags["fork_at"]
-    assert tags["fork_change"] == 'response → "reject"'
+    assert tags["fork_change"] == "response 'approve' → 'reject'"  # as the CLI words it
     # the page opened it: its title and its tags
     assert forked["hash"].startswith("#s/") and f"{parent}-fork-1" in forked["hash"]
     assert f"{parent}-fork-1" in forked["title"]
@@ -242,3 +242,20 @@ def test_each_answered_agent_request_is_offered_with_what_can_change(tmp_path):
     assert question["result"]["answers"] == {"Which database should I use?": "SQLite"}
     assert tool["label"] == "ToolCallRequest"
     assert tool["result"]["return_value"]["output"].startswith("Paris: sunny")
+
+
+def test_a_change_is_worded_alike_as_one_word_or_as_the_json_object_the_page_sends():
+    """The fork_change tag the UI's fork stores (the page sends a JSON object) is the CLI's
+    (`--answer reject`): one function words both (no agent run)."""
+    from wire_recorder.replay.engine.fork import changed_answer, fork_point
+    from wire_recorder.replay.recording import load
+
+    rec = load(str(SAMPLES / "approve_shell.jsonl"))
+    req = fork_point(rec, "1")
+    word = changed_answer(rec, req, "reject")
+    page = changed_answer(rec, req, '{"response": "reject"}')
+    assert word[1] == page[1] == "response 'approve' → 'reject'"
+    assert word[0].obj == page[0].obj
+    # a field the recorded answer did not have, and a value that is not a string
+    assert changed_answer(rec, req, '{"feedback": "no", "n": [1]}')[1] == \
+        "feedback (absent) → 'no', n (absent) → [1]"

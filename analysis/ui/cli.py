@@ -40,6 +40,7 @@ def ui_cmd(
 ) -> None:
     from wire_recorder.recorder.errors import NoRecordings, UsageError
 
+    from . import closing
     from .data import Catalog
     from .server import serve
 
@@ -61,6 +62,7 @@ def ui_cmd(
     if forks is not None and not forks.endswith(".db"):
         raise UsageError(f"--forks {forks}: not a .db file", "give --forks branches.db")
     catalog = Catalog(paths)
+    closing.reset()
     try:
         server = serve(catalog, port)
     except OSError as e:
@@ -69,18 +71,18 @@ def ui_cmd(
 
     server.forks = Forks(_AGENT, forks or _default_forks(),
                          lambda db, sid: branch_key(server, db, sid), options=_FORK_OPTS)
-    sys.stdout.write(server.url + "\n")
-    sys.stdout.flush()
-    server.refresh_async()  # the index is built after the URL is out
-    if not no_browser:
-        import webbrowser
-
-        webbrowser.open(server.url)
+    previous = closing.on_signals()  # SIGTERM and SIGHUP: the clean-up Ctrl-C gets
     try:
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        server.refresh_async()  # the index is built after the URL is out
+        if not no_browser:
+            import webbrowser
+
+            webbrowser.open(server.url)
         server.serve_forever(poll_interval=0.2)
     finally:
-        server.forks.stop()
-        server.server_close()
+        closing.close_down(server, previous)  # the fork stopped, no thread left in DuckDB
 
 
 def _check_inputs(paths: list[str]) -> None:
@@ -129,4 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         args, rest = args[:at], args[at + 1:]
         cut = rest.index("--") if "--" in rest else -1
         _AGENT, _FORK_OPTS[:] = rest[cut + 1:], rest[:max(cut, 0)]
-    return _main(args)
+    code = _main(args)
+    from .closing import exit_code
+
+    return exit_code(code)

@@ -30,6 +30,8 @@ import orjson
 
 from wire_recorder.recorder.store import sql_str
 
+from . import closing
+
 TEXT_CAP = 20000  # characters of search text per session
 # ...of at most PIECE_CAP from each frame: the heap below holds cap + 1 pieces, and whole pieces
 # of 64 KiB frames took the loader's after-close index step to 1.9 GB (20 KB frames; 5.9 GB
@@ -290,9 +292,11 @@ def _rows_from_views(con: Any, versions: dict[str, int], attached: dict[str, str
 
     items = list(versions.items())
     for i in range(0, len(items), 10):  # ten a statement: half the cost of one, a 100 plans slowly
+        closing.check()
         try:
             copy(items[i:i + 10])
         except duckdb.Error:
+            closing.check()
             for alias, version in items[i:i + 10]:  # the one that fails is left out
                 try:
                     copy([(alias, version)])
@@ -338,9 +342,11 @@ def _texts(con: Any, versions: dict[str, int], attached: dict[str, str],
 
     items = list(versions.items())
     for i in range(0, len(items), 10):
+        closing.check()
         try:
             got = said(items[i:i + 10])
         except duckdb.Error:
+            closing.check()  # interrupted: not a file to read alone
             got = []
             for one in items[i:i + 10]:
                 try:
@@ -366,9 +372,11 @@ def _rows(con: Any, versions: dict[str, int], stored: set[str], attached: dict[s
     have = [(a, v) for a, v in versions.items() if a in stored]
     for i in range(0, len(have), 10):
         part = have[i:i + 10]
+        closing.check()
         try:
             made = _stored_rows(con, part, attached)
         except duckdb.Error:  # one of them: read each alone
+            closing.check()
             made = {}
             for one in part:
                 try:
@@ -396,20 +404,22 @@ def _read_files(paths: list[str], what: str) -> dict[str, Any]:
     problems: dict[str, str] = {}
     busy: list[str] = []
     out: dict[str, Any] = {"problems": problems, "busy": busy}
-    con = duckdb.connect(":memory:", config={"threads": 1})  # the processes use the cores
-    spill = bound_memory(con)  # a 10^7-frame file is indexed within bounded memory
-    try:
-        attached = _attach(con, paths, problems, busy)
-        versions, stored = _check(con, attached, problems)
-        lock(con)
-        if what in ("text", "all"):
-            out["text"] = _texts(con, versions, attached, problems)
-        if what in ("rows", "all"):
-            out["rows"] = _rows(con, versions, stored, attached, problems)
-        return out
-    finally:
-        con.close()
-        remove_spill(spill)
+    with closing.using_duckdb():  # wire-ui closing interrupts it and waits for the close
+        con = duckdb.connect(":memory:", config={"threads": 1})  # the processes use the cores
+        spill = bound_memory(con)  # a 10^7-frame file is indexed within bounded memory
+        try:
+            with closing.interruptible(con):
+                attached = _attach(con, paths, problems, busy)
+                versions, stored = _check(con, attached, problems)
+                lock(con)
+                if what in ("text", "all"):
+                    out["text"] = _texts(con, versions, attached, problems)
+                if what in ("rows", "all"):
+                    out["rows"] = _rows(con, versions, stored, attached, problems)
+            return out
+        finally:
+            con.close()
+            remove_spill(spill)
 
 
 class Workers:
@@ -417,7 +427,7 @@ class Workers:
     that fails or dies raises, and the caller reads that batch itself."""
 
     def __init__(self, n: int = 2):
-        self.idle: queue.Queue[subprocess.Popen] = queue.Queue()
+        self.idle: queue.Queue[subprocess.Popen | None] = queue.Queue()
         self.all: list[subprocess.Popen] = []
         try:
             for _ in range(n):
@@ -429,8 +439,18 @@ class Workers:
             self.close()
             raise
 
+    def interrupt(self) -> None:
+        """wire-ui is closing: the batches being read are abandoned, and a reader waiting for
+        a worker is let go (None: there is none to have)."""
+        for p in self.all:
+            p.kill()
+        self.idle.put(None)
+
     def read(self, paths: list[str], what: str) -> dict[str, Any]:
         p = self.idle.get()
+        if p is None:
+            self.idle.put(None)  # for the next one waiting
+            raise RuntimeError("the workers were stopped")
         ok = False
         try:
             assert p.stdin is not None and p.stdout is not None

@@ -30,6 +30,8 @@ import orjson
 from wire_recorder.recorder.errors import DBLocked, UserError
 from wire_recorder.recorder.model import Frame
 
+from . import closing
+
 if TYPE_CHECKING:  # rich and the timeline load with the first session, not before the URL
     from .conversation import Conversation
 
@@ -224,20 +226,23 @@ def frames_of(path: str) -> Iterator[tuple[Any, str]]:
     from ..sources import attach_db, bound_memory, lock, open_workspace, remove_spill
 
     if os.path.isdir(path) or not is_duckdb_file(path):  # a transcript or a Parquet export
-        with open_workspace([path], materialize=False) as ws:
+        with open_workspace([path], materialize=False) as ws, \
+                closing.interruptible(ws.con):
             yield ws.con, "frames"
         return
     import duckdb
 
-    con = duckdb.connect(":memory:")
-    spill = bound_memory(con)
-    try:
-        version = attach_db(con, path, "rec")
-        lock(con)
-        yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
-    finally:
-        con.close()
-        remove_spill(spill)
+    with closing.using_duckdb():
+        con = duckdb.connect(":memory:")
+        spill = bound_memory(con)
+        try:
+            with closing.interruptible(con):
+                version = attach_db(con, path, "rec")
+                lock(con)
+                yield con, f"(SELECT {frame_select(version)} FROM rec.frames)"
+        finally:
+            con.close()
+            remove_spill(spill)
 
 
 @dataclass
@@ -302,6 +307,7 @@ class _Batches:
 
     def __exit__(self, *exc: Any) -> None:
         if self.pool is not None:
+            closing.discard(self.pool)
             self.pool.close()
 
     def run(self, what: str, paths: list[str] | None = None) -> Iterator[tuple[list[str], dict]]:
@@ -330,17 +336,24 @@ class _Batches:
                 self.pool = coldindex.Workers(min(2, os.cpu_count() or 1))
             except OSError:  # no process to be had: this thread reads them all
                 self.pool = None
+            else:
+                closing.add(self.pool)  # wire-ui closing ends them (the batches abandoned)
         pool = self.pool if len(todo) >= PROCESSES_FROM else None
-        with ThreadPoolExecutor(max_workers=2) as ex:
+        ex = ThreadPoolExecutor(max_workers=2)
+        try:
             # the first batch here, while the workers start: its rows are on the page sooner
             futures = [None] + [ex.submit(pool.read, g, what) for g in groups[1:]] if pool else None
             for n, group in enumerate(groups):
+                closing.check()
                 try:
                     fut = futures[n] if futures is not None else None
                     res = fut.result() if fut is not None else coldindex.read_files(group, what)
                 except Exception:  # noqa: BLE001 - a worker's failure: each file on its own
+                    closing.check()  # (or wire-ui closing: no file read again)
                     res = self._one_by_one(group, what)
                 yield group, res
+        finally:  # (wire-ui closing: the batches not started are dropped)
+            ex.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _one_by_one(group: list[str], what: str) -> dict:
@@ -350,6 +363,8 @@ class _Batches:
         for p in group:
             try:
                 one = coldindex.read_files([p], what)
+            except closing.Closed:
+                raise
             except Exception as e:  # noqa: BLE001 - one line for the page, not a trace
                 first = (str(e).splitlines() or [type(e).__name__])[0]
                 res["problems"][p] = f"{p}: cannot be indexed: {first}"
@@ -460,8 +475,10 @@ class Catalog:
 
         # transcripts and Parquet exports: a workspace each (rows and text at once)
         for p in others:
+            closing.check()
             try:
-                with open_workspace([p]) as ws:
+                with open_workspace([p]) as ws, \
+                        closing.interruptible(ws.con):
                     self._file_rows[p] = (sigs[p], index_rows(ws))
             except UserError as e:
                 problems.append(e.one_line())
@@ -638,10 +655,14 @@ class Catalog:
             raise KeyError(key)
         return r
 
-    def _open(self, r: dict) -> Any:
+    @contextlib.contextmanager
+    def _open(self, r: dict) -> Iterator[Any]:
         from ..sources import open_workspace
 
-        return open_workspace([r["source_file"]])
+        # wire-ui closing interrupts its statements and waits for it to be closed
+        with closing.using_duckdb(), open_workspace([r["source_file"]]) as ws, \
+                closing.interruptible(ws.con):
+            yield ws
 
     def session(self, key: str) -> dict:
         """The header, cards, timeline and token chart (the conversation: `items`)."""
@@ -668,7 +689,8 @@ class Catalog:
         and the page says what it left out. The conversation is paged as for any session."""
         from ..sources import open_workspace
 
-        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws, \
+                closing.interruptible(ws.con):
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
             frames = ws.con.execute("SELECT count(*) FROM frames WHERE session_id = ?",
@@ -753,7 +775,8 @@ class Catalog:
 
         r = self.row(key)
         out: dict[int, list[str]] = {}
-        with open_workspace([r["source_file"]], materialize=False, views=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False, views=False) as ws, \
+                closing.interruptible(ws.con):
             srow = _rows(ws.con, "SELECT * FROM sessions WHERE session_id = $sid",
                          {"sid": r["session_id"]})[0]
             # the first CHECK_MAX frames (as wire-check): a bound on seq, found over seq alone
@@ -792,7 +815,8 @@ class Catalog:
         from ..sources import open_workspace
 
         # the views computed for this one query (not materialised over the whole file)
-        with open_workspace([r["source_file"]], materialize=False) as ws:
+        with open_workspace([r["source_file"]], materialize=False) as ws, \
+                closing.interruptible(ws.con):
             seqs = [x[0] for x in ws.con.execute(sql("related"), {"sid": r["session_id"],
                                                                    "seq": seq}).fetchall()]
             if not seqs:

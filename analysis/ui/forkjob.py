@@ -13,10 +13,18 @@ parent (its tags fork_of, fork_at, fork_change, as `wire-replay --fork-at` store
 branches file joins the UI's index, so the branch opens as soon as the fork is done.
 
 One fork at a time: two would fight over the branches file's write lock.
+
+wire-ui closing (Ctrl-C, SIGTERM, SIGHUP: ui.closing) stops a running fork: wire-replay runs in
+a process group of its own, which gets SIGINT (the replay's own clean-up ends its agent, which
+runs in a group of its own too), then, after STOP_WAIT_S, SIGKILL, with the groups of the
+processes it had started. An interrupted fork stores no branch: wire-replay stores the branch
+once its run is over, in one transaction (replay.fork), so forks.db holds a whole branch or none
+of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shlex
@@ -32,6 +40,8 @@ from typing import Any
 import orjson
 
 from wire_recorder.recorder.visible import visible
+
+from . import closing
 
 # the tail of the fork's stderr kept to show (its progress and its error line)
 TAIL = 4000
@@ -55,7 +65,7 @@ class Job:
     argv: list[str]
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
-    state: str = "running"  # running, done, failed
+    state: str = "running"  # running, done, failed, stopped (wire-ui closed under it)
     stderr: str = ""
     summary: str = ""
     error: str = ""
@@ -83,6 +93,7 @@ class Forks:
         self.cwd = cwd
         self.jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self.closing = False  # wire-ui is closing: a fork that ends now joins no index
 
     def describe(self) -> dict:
         return {"agent": shlex.join(self.agent) if self.agent else None, "store": self.store,
@@ -94,6 +105,8 @@ class Forks:
         if not self.agent:
             raise ForkRefused(self.describe()["how"])
         with self._lock:
+            if self.closing:
+                raise ForkRefused("wire-ui is closing")
             if any(j.state == "running" for j in self.jobs.values()):
                 raise ForkRefused("a fork is running: wait until it is done")
             os.makedirs(os.path.dirname(self.store) or ".", exist_ok=True)
@@ -108,28 +121,44 @@ class Forks:
         job.thread.start()
         return job
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         """wire-ui is closing: a fork still running is interrupted as Ctrl-C would (SIGINT: the
-        replay's own clean-up runs, where SIGTERM would end it at once)."""
+        replay's own clean-up runs, where SIGTERM would end it at once), and nothing it started
+        is left running. True when a fork was stopped before its branch was stored."""
+        self.closing = True
+        stopped = False
         for job in list(self.jobs.values()):
-            if job.state == "running" and job.proc is not None and job.proc.poll() is None:
-                job.proc.send_signal(signal.SIGINT)
+            proc = job.proc
+            if job.state == "running" and proc is not None and proc.poll() is None:
+                groups = _groups_below(proc.pid)  # the agent's, while wire-replay is there
+                _signal_group(proc, signal.SIGINT)
                 try:
-                    job.proc.wait(timeout=STOP_WAIT_S)
+                    proc.wait(timeout=STOP_WAIT_S)
                 except subprocess.TimeoutExpired:
-                    job.proc.kill()
+                    groups |= _groups_below(proc.pid)
+                    _signal_group(proc, signal.SIGKILL)
+                    proc.wait()
+                # what is left of its groups (an agent its clean-up did not reach)
+                for pgid in groups | {proc.pid}:
+                    with contextlib.suppress(OSError):
+                        os.killpg(pgid, signal.SIGKILL)
             # its thread ends before the interpreter does (one cut off at exit can abort it)
             if job.thread is not None:
                 job.thread.join(timeout=STOP_WAIT_S)
+            if job.state == "stopped":
+                stopped = True
+        return stopped
 
     def get(self, job_id: str) -> Job:
         return self.jobs[job_id]
 
     def _run(self, job: Job) -> None:
         try:
+            # a group of its own: stopped by wire-ui as a whole (stop), never by a Ctrl-C
+            # meant for wire-ui reaching it first
             proc = job.proc = subprocess.Popen(job.argv, stdin=subprocess.DEVNULL,
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                               cwd=self.cwd)
+                                               cwd=self.cwd, start_new_session=True)
         except OSError as e:
             job.state, job.error = "failed", f"cannot start wire-replay: {e.strerror}"
             job.ended = time.monotonic()
@@ -144,7 +173,8 @@ class Forks:
         code = proc.wait()
         reader.join()
         try:
-            self._finish(job, code, b"".join(out))
+            with closing.quietly():  # its branch joining the index, cut short by wire-ui closing
+                self._finish(job, code, b"".join(out))
         finally:
             job.ended = time.monotonic()
 
@@ -155,19 +185,59 @@ class Forks:
             report = None
         fork = report.get("fork") if isinstance(report, dict) else None
         if code == 0 and isinstance(fork, dict) and fork.get("session_id"):
-            key = self.on_branch(str(fork["path"]), str(fork["session_id"]))
+            # (wire-ui closing: no index to join)
+            key = None if self.closing else self.on_branch(str(fork["path"]),
+                                                            str(fork["session_id"]))
             job.branch = {k: fork.get(k) for k in ("session_id", "path", "at", "change",
                                                    "applied")} | {"key": key}
             job.summary = (f"branch {fork['session_id']} stored in {fork['path']}")
             job.state = "done"
             return
         job.state = "failed"
-        if isinstance(fork, dict):  # ran, never reached the fork point
+        if self.closing:
+            job.state, job.error = "stopped", "stopped: wire-ui was closing (no branch stored)"
+        elif isinstance(fork, dict):  # ran, never reached the fork point
             job.error = (f"not forked: the replay never reached {fork.get('at')} "
                          f"(it stopped: {report.get('stopped') or 'the agent never asked it'})")
         else:
             lines = [ln for ln in job.stderr.strip().splitlines() if ln.strip()]
             job.error = lines[-1] if lines else f"wire-replay exited with {code}"
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except OSError:
+        with contextlib.suppress(OSError):
+            proc.send_signal(sig)
+
+
+def _groups_below(pid: int) -> set[int]:
+    """The process groups of `pid`'s descendants other than its own (Linux: /proc; elsewhere
+    none, and the replay's own clean-up is what ends its agent)."""
+    parent: dict[int, int] = {}
+    group: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        parent[int(name)], group[int(name)] = int(fields[1]), int(fields[2])
+    below, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in below]
+        below.update(kids)
+        todo += kids
+    return {group[c] for c in below} - {group.get(pid, pid), os.getpgrp()}
 
 
 class ForkRefused(ValueError):

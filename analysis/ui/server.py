@@ -27,6 +27,7 @@ import orjson
 from wire_recorder.recorder.errors import UserError
 from wire_recorder.recorder.visible import json_visible
 
+from . import closing
 from .data import Catalog
 
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8",
@@ -61,6 +62,8 @@ class UiServer(ThreadingHTTPServer):
 
         if isinstance(sys.exc_info()[1], ConnectionError):  # the browser went away: not news
             return
+        if closing.closed():  # a request cut off by wire-ui closing (closing.py)
+            return
         super().handle_error(request, client_address)
 
     def __init__(self, catalog: Catalog, port: int = 0, token: str | None = None):
@@ -82,10 +85,11 @@ class UiServer(ThreadingHTTPServer):
 
         def run() -> None:
             try:
-                if not self.catalog.ready or self.catalog.stale():
-                    self.catalog.build()
-                # what the first session view needs (rich, the timeline), loaded while idle
-                from . import conversation  # noqa: F401
+                with closing.quietly():  # wire-ui closing cuts it short: nothing to say
+                    if not self.catalog.ready or self.catalog.stale():
+                        self.catalog.build()
+                    # what the first session view needs (rich, the timeline), loaded while idle
+                    from . import conversation  # noqa: F401
             finally:
                 self._rebuilding.release()
 
@@ -175,16 +179,16 @@ class Handler(BaseHTTPRequestHandler):
                 return self._deny(404, "no such asset")
             return self._send(200, asset(name), ASSETS[name])
         if path.startswith("/api/"):
-            try:
-                with self.server.busy:
+            with self.server.busy, closing.quietly():
+                try:
                     return self._api(path[len("/api/"):], {k: v[-1] for k, v in query.items()})
-            except BadParam as e:
-                return self._json({"error": str(e)}, 400)
-            except KeyError:
-                return self._json({"error": "no such session (reload the index)"}, 404)
-            except (UserError, ValueError, IndexError) as e:
-                msg = e.one_line() if isinstance(e, UserError) else str(e)
-                return self._json({"error": msg}, 400)
+                except BadParam as e:
+                    return self._json({"error": str(e)}, 400)
+                except KeyError:
+                    return self._json({"error": "no such session (reload the index)"}, 404)
+                except (UserError, ValueError, IndexError) as e:
+                    msg = e.one_line() if isinstance(e, UserError) else str(e)
+                    return self._json({"error": msg}, 400)
         return self._deny(404, "not found")
 
     def _api(self, name: str, q: dict[str, str]) -> None:

@@ -71,7 +71,6 @@ def changed_answer(rec: Recording, req: Msg, answer: str) -> tuple[Msg, str]:
             raise UsageError("--answer is not valid JSON: give a JSON object (the fields of the "
                              "result to change) or one word") from None
         new = dict(old if isinstance(old, dict) else {}, **fields)
-        what = ", ".join(f"{k} → {orjson.dumps(v).decode()[:60]}" for k, v in fields.items())
     else:
         field = next((k for k in ANSWER_WORD_FIELDS if isinstance(old, dict) and k in old), None)
         if field is None or not text:
@@ -79,12 +78,26 @@ def changed_answer(rec: Recording, req: Msg, answer: str) -> tuple[Msg, str]:
                              f"no {' or '.join(ANSWER_WORD_FIELDS)} field to set",
                              "give the fields of the result to change as a JSON object")
         assert isinstance(old, dict)
-        new = dict(old, **{field: text})
-        what = f"{field} {old[field]!r} → {text!r}"
+        fields = {field: text}
+        new = dict(old, **fields)
     obj = {k: v for k, v in ans.obj.items() if k != "error"}
     obj["result"] = new
     raw = orjson.dumps(obj)
-    return dataclasses.replace(ans, raw=raw, obj=obj, kind="response"), what
+    return dataclasses.replace(ans, raw=raw, obj=obj, kind="response"), change_words(old, fields)
+
+
+def change_words(old: Any, fields: dict) -> str:
+    """A fork's change in words, the same whichever way it was given (one word, or the JSON
+    object wire-ui sends): each field with its recorded value and its new one,
+    `response 'approve' → 'reject'` (the fork_change tag, the summary line)."""
+    was = old if isinstance(old, dict) else {}
+    return ", ".join(f"{k} {_shown(was[k]) if k in was else '(absent)'} → {_shown(v)}"
+                     for k, v in fields.items())
+
+
+def _shown(v: Any) -> str:
+    # a string as the summary has always quoted it; anything else as JSON, cut
+    return repr(v)[:60] if isinstance(v, str) else orjson.dumps(v).decode()[:60]
 
 
 class ForkEngine(AgentEngine):
