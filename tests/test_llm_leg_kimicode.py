@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.acp import check_acp_scenario
-from tests.harness.kimicode import find_kimicode
+from tests.harness.kimicode import config_toml, find_kimicode
 from tests.harness.kimicode_leg import record_and_replay
 from tests.harness.kimicode_session import SCENARIO, TURNS
 from tests.harness.llm_leg import KEY_RE, exchanges
