@@ -85,24 +85,24 @@ def _big_recording(db: Path, copies: int) -> None:
                       f"range(1, {copies}) t(k)")
 
 
-def test_ctrl_c_while_the_search_text_is_read_ends_wire_ui_cleanly(tmp_path):
-    db = tmp_path / "big.db"
-    _big_recording(db, 20_000)
+def _ctrl_c_while_reading_search_text(root: Path, copies: int) -> bool:
+    """One try at a recording of `copies` approve sessions: False if the search text was read
+    before a Ctrl-C could land in its pass (a machine faster than this test expects)."""
+    root.mkdir()
+    db = root / "big.db"
+    _big_recording(db, copies)
     sha = _sha(db)
-    (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "TMPDIR": str(tmp_path / "tmp")}
-    ui = Ui([str(db)], tmp_path, env)
+    (root / "tmp").mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache"), "TMPDIR": str(root / "tmp")}
+    ui = Ui([str(db)], root, env)
     try:
         # the rows are shown, the search text is being read: its index thread is in DuckDB
-        states = []
         while True:
             got = ui.index()
-            states.append((got["ready"], got["search"]["ready"]))
-            if got["ready"] and not got["search"]["ready"]:
+            if got["search"]["ready"]:
+                return False
+            if got["ready"]:
                 break
-            assert not got["search"]["ready"], f"the search text was read before it was seen " \
-                                               f"being read: {states}"
         ui.proc.send_signal(signal.SIGINT)
         code, err = ui.end()
     finally:
@@ -111,11 +111,21 @@ def test_ctrl_c_while_the_search_text_is_read_ends_wire_ui_cleanly(tmp_path):
     assert code == 130 and lines == [], (code, err[-3000:])
     assert _sha(db) == sha
     # its spill folder removed: the index thread's own clean-up ran before the exit
-    assert os.listdir(tmp_path / "tmp") == []
-    # and the signal did come while the search text was read: the cache has the rows only
-    cache = load_index_cache(str(tmp_path / "cache" / "wire-recorder" / "ui-index.json.z"))
+    assert os.listdir(root / "tmp") == []
+    # whether the signal came while the search text was read: the cache has the rows only
+    cache = load_index_cache(str(root / "cache" / "wire-recorder" / "ui-index.json.z"))
     rows = cache[str(db)]["rows"]
-    assert rows and all(r.get("_text") is None for r in rows), rows[:1]
+    assert rows
+    return all(r.get("_text") is None for r in rows)
+
+
+def test_ctrl_c_while_the_search_text_is_read_ends_wire_ui_cleanly(tmp_path):
+    # Each try asserts the clean end; a try whose signal came after the search text was read
+    # proves less, so the next one is four times as big (no timing assumed about this machine).
+    for n, copies in enumerate((20_000, 80_000, 320_000)):
+        if _ctrl_c_while_reading_search_text(tmp_path / f"try{n}", copies):
+            return
+    pytest.skip("the search text was read before a Ctrl-C could land in its pass, 3 times")
 
 
 def _processes() -> dict[int, tuple[int, int, str]]:
