@@ -4,7 +4,7 @@ at once: with the work dir as recorded (green) and with an AGENTS.md added (red)
 tests/test_llm_leg_kimicode.py (OpenAI's dialect) and tests/test_llm_leg_anthropic.py
 (Anthropic's) share.
 
-    result, model, db, run, runs, root = record_and_replay(acp_python, root, TURNS)
+    result, model, db, run, runs, root, config = record_and_replay(acp_python, root, TURNS)
     runs["green"], runs["agents_md"]      # wire-replay --json, completed
 """
 
@@ -45,7 +45,8 @@ def replay_from_leg(db: Path, argv: list[str], root: Path,
 def record_and_replay(acp_python: Path, root: Path, turns: list[dict[str, Any]],
                       dialect: str = "openai",
                       before: Callable[[KimiCodeRun], None] | None = None) -> tuple[AcpResult, StreamingModel, Path,
-                                                        KimiCodeRun, dict[str, Any], Path]:
+                                                        KimiCodeRun, dict[str, Any], Path,
+                                                        str]:
     """Record the session into root/kc.db (the model server stopped afterwards), then replay
     it green and red side by side, each in its own folder under root. `before` may prepare the
     user's HOME before the session."""
@@ -55,8 +56,8 @@ def record_and_replay(acp_python: Path, root: Path, turns: list[dict[str, Any]],
     if before is not None:
         before(run)
     with StreamingModel(turns, dialect=dialect) as model:
-        run.config_path.write_text(config_toml(model.base_url, model.key, model.model,
-                                               provider_type=dialect), encoding="utf-8")
+        config = config_toml(model.base_url, model.key, model.model, provider_type=dialect)
+        run.config_path.write_text(config, encoding="utf-8")
         result = run_acp_scenario(SCENARIO, [str(BIN / "wire-proxy"), "-q", "--llm", "--db",
                                              str(db), "--"], acp_python=acp_python, run=run)
     argv = [str(node), str(main), "acp"]
@@ -64,4 +65,4 @@ def record_and_replay(acp_python: Path, root: Path, turns: list[dict[str, Any]],
              ("agents_md", {"notes.txt": NOTES, "AGENTS.md": AGENTS_MD})]
     runs = dict(parallel(lambda c: (c[0], replay_from_leg(db, argv, root / c[0], c[1])), cases,
                          workers=2))
-    return result, model, db, run, runs, root
+    return result, model, db, run, runs, root, config
