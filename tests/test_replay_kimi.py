@@ -145,12 +145,15 @@ def test_update_rerecords_and_the_new_recording_replays(tmp_path):
            '"It printed hello."' in summary
     new = path.read_text()
     assert '"text":"It printed hello."' in new and "The command printed hello." not in new
-    with Agent("approve_shell", changed, tmp_root=tmp_path) as agent:
-        p = run_cli([path, "-q", "--live-llm", *agent.cli_args()])
-    assert p.returncode == 0, p.stdout.decode()
-    with Agent("approve_shell", tmp_root=tmp_path) as agent:
-        p = run_cli([path, "-q", "--live-llm", *agent.cli_args()])
-    assert p.returncode == 1 and "DIVERGED" in p.stdout.decode()
+
+    def again(scripts):
+        with Agent("approve_shell", scripts, tmp_root=tmp_path) as agent:
+            return run_cli([path, "-q", "--live-llm", *agent.cli_args()])
+
+    # the new recording against the changed agent and against the unchanged one, side by side
+    same, unchanged = parallel(again, [changed, None])
+    assert same.returncode == 0, same.stdout.decode()
+    assert unchanged.returncode == 1 and "DIVERGED" in unchanged.stdout.decode()
 
 
 def test_session_option_picks_one_session_of_several(tmp_path):
