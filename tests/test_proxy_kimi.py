@@ -31,20 +31,22 @@ def expected_fields(direction: str, msg) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory, kimi_exe):
-    """Every sample scenario, recorded once through wire-proxy into one DB."""
-    db = str(tmp_path_factory.mktemp("kimi") / "all.db")
-    results = {}
-    for name, sc in SCENARIOS.items():
-        results[name] = run_scenario(sc, [WIRE_PROXY, "-q", "--db", db, "--name", name, "--"],
-                                     kimi=kimi_exe)
-    return db, results
+def recorded(kimi_recordings, tmp_path_factory):
+    """Every sample scenario recorded through wire-proxy (once per test run, shared with other
+    modules: tests/harness/kimi_recordings.py), copied here: name -> (db, client result)."""
+    d = tmp_path_factory.mktemp("kimi")
+    return {name: (rec.copy_to(d), rec.result)
+            for name, rec in kimi_recordings.get(SCENARIOS).items()}
+
+
+def all_rows(recorded, sql: str) -> list[tuple]:
+    """`sql` over every recording, its rows one after another."""
+    return [row for db, _ in recorded.values() for row in db_rows(db, sql)]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_real_session_is_relayed_and_recorded_exactly(recorded, name):
-    db, results = recorded
-    result = results[name]
+    db, result = recorded[name]
     assert check_scenario(SCENARIOS[name], result) == []
     with open_store(db, read_only=True) as store:
         (session,) = [s for s in store.sessions() if s["name"] == name]
@@ -63,8 +65,7 @@ def test_real_session_is_relayed_and_recorded_exactly(recorded, name):
 
 
 def test_every_recorded_frame_is_known_to_the_wire_model(recorded):
-    db, _ = recorded
-    rows = db_rows(db, "SELECT direction, raw, known FROM frames WHERE direction IN ('c2a','a2c')")
+    rows = all_rows(recorded, "SELECT direction, raw, known FROM frames WHERE direction IN ('c2a','a2c')")
     assert len(rows) > 100
     for direction, raw, known in rows:
         parsed = wire_model.parse_message(orjson.loads(bytes(raw)))
@@ -73,9 +74,9 @@ def test_every_recorded_frame_is_known_to_the_wire_model(recorded):
 
 
 def test_sample_session_query_answers_sensibly(recorded):
-    db, _ = recorded
-    counts = dict(((d, m, t), n) for d, m, t, n in db_rows(
-        db, "SELECT direction, method, msg_type, count(*) FROM frames GROUP BY ALL"))
+    counts: dict[tuple, int] = {}
+    for d, m, t, n in all_rows(recorded, "SELECT direction, method, msg_type, count(*) FROM frames GROUP BY ALL"):
+        counts[(d, m, t)] = counts.get((d, m, t), 0) + n
     assert counts[("c2a", "prompt", None)] >= len(SCENARIOS)
     assert counts[("a2c", "request", "ApprovalRequest")] >= 4
     assert counts[("a2c", "request", "ToolCallRequest")] >= 1
@@ -115,9 +116,8 @@ def test_unknown_message_types_are_stored_as_they_are_and_flagged(tmp_path):
 def test_recorded_order_is_causal(recorded):
     """A response is never recorded before the request it answers, in either direction (the
     relay queues a chunk before it writes it on)."""
-    db, _ = recorded
-    rows = db_rows(db, "SELECT session_id, seq, direction, kind, rpc_id FROM frames "
-                       "WHERE kind IN ('request', 'response', 'error') ORDER BY session_id, seq")
+    rows = all_rows(recorded, "SELECT session_id, seq, direction, kind, rpc_id FROM frames "
+                              "WHERE kind IN ('request', 'response', 'error') ORDER BY session_id, seq")
     asked: dict[tuple, int] = {}
     checked = 0
     for sid, seq, direction, kind, rpc_id in rows:

@@ -17,12 +17,10 @@ from tests.harness.replay import (
     assert_one_line_error,
     cli_json,
     parallel,
-    record_scenario,
     run_cli,
     sample_names,
     scripts_with,
 )
-from tests.harness.wire import check_scenario
 from wire_recorder.recorder.transcript import import_transcript
 
 NAMES = sample_names()
@@ -34,16 +32,15 @@ FRESH = ["approve_shell", "reject_shell", "approve_for_session", "external_tool"
 
 
 @pytest.fixture(scope="module")
-def recorded(kimi_exe, tmp_path_factory):
-    """Scenarios freshly recorded through wire-proxy, one .db each."""
+def recorded(kimi_recordings, tmp_path_factory):
+    """Scenarios recorded through wire-proxy (once per test run, shared with other modules:
+    tests/harness/kimi_recordings.py), a copy of each here as NAME.db."""
     d = tmp_path_factory.mktemp("recorded")
-
-    def rec(name):
-        r = record_scenario(name, d / f"{name}.db")
-        return name, check_scenario(SCENARIOS[name], r)
-
-    problems = {n: p for n, p in parallel(rec, FRESH) if p}
+    recs = kimi_recordings.get(FRESH)
+    problems = {n: r.problems for n, r in recs.items() if r.problems}
     assert not problems, problems
+    for rec in recs.values():
+        rec.copy_to(d)
     return d
 
 
@@ -148,12 +145,15 @@ def test_update_rerecords_and_the_new_recording_replays(tmp_path):
            '"It printed hello."' in summary
     new = path.read_text()
     assert '"text":"It printed hello."' in new and "The command printed hello." not in new
-    with Agent("approve_shell", changed, tmp_root=tmp_path) as agent:
-        p = run_cli([path, "-q", "--live-llm", *agent.cli_args()])
-    assert p.returncode == 0, p.stdout.decode()
-    with Agent("approve_shell", tmp_root=tmp_path) as agent:
-        p = run_cli([path, "-q", "--live-llm", *agent.cli_args()])
-    assert p.returncode == 1 and "DIVERGED" in p.stdout.decode()
+
+    def again(scripts):
+        with Agent("approve_shell", scripts, tmp_root=tmp_path) as agent:
+            return run_cli([path, "-q", "--live-llm", *agent.cli_args()])
+
+    # the new recording against the changed agent and against the unchanged one, side by side
+    same, unchanged = parallel(again, [changed, None])
+    assert same.returncode == 0, same.stdout.decode()
+    assert unchanged.returncode == 1 and "DIVERGED" in unchanged.stdout.decode()
 
 
 def test_session_option_picks_one_session_of_several(tmp_path):

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
-from sample_sessions.scenarios import SCENARIOS
 from tests.harness.model_server import StreamingModel, failure
-from tests.harness.replay import Agent, record_scenario, run_cli
-from tests.harness.wire import check_scenario
+from tests.harness.replay import Agent, run_cli
 
 NAME = "approve_shell"
 # kimi retries a failed model call a few times, with back-off, before it gives up on the prompt
@@ -21,11 +20,10 @@ ADVICE = "check the model it is configured with, or drop --live-llm to pin the r
 
 
 @pytest.fixture(scope="module")
-def recorded(kimi_exe, tmp_path_factory):
-    db = tmp_path_factory.mktemp("live-llm") / f"{NAME}.db"
-    problems = check_scenario(SCENARIOS[NAME], record_scenario(NAME, db))
-    assert not problems, problems
-    return db
+def recorded(kimi_recordings, tmp_path_factory):
+    rec = kimi_recordings.get([NAME])[NAME]  # recorded once per test run
+    assert not rec.problems, rec.problems
+    return Path(rec.copy_to(tmp_path_factory.mktemp("live-llm")))
 
 
 def dead_config(port: int) -> str:

@@ -15,7 +15,6 @@ import pytest
 from tests.harness.install import clean_env
 from tests.harness.peers import need
 from tests.harness.proxy import echo_agent_cmd, run_proxy
-from tests.harness.replay import record_scenario
 from tests.test_duckdb_compat import find_duckdb14
 from wire_recorder.analysis.query import query
 from wire_recorder.analysis.views import VIEWS_VERSION
@@ -34,11 +33,10 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def recording(kimi_exe, tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("stored") / "fresh.db")
-    result = record_scenario("approve_shell", db)
-    assert result.exit_code == 0, result.stderr[-2000:]
-    return db
+def recording(kimi_recordings, tmp_path_factory) -> str:
+    rec = kimi_recordings.get(["approve_shell"])["approve_shell"]  # recorded once per test run
+    assert rec.result.exit_code == 0, rec.result.stderr[-2000:]
+    return rec.copy_to(tmp_path_factory.mktemp("stored"), "fresh")
 
 
 def _read(python: str, db: str) -> dict:

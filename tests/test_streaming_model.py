@@ -285,7 +285,7 @@ def streamed(kimi_exe, tmp_path_factory):
                 env={**clean_env(), "HOME": str(home)}, cwd=work, timeout=1200)
         return name, (result, model.requests, str(work))
 
-    recorded = dict(parallel(record, list(PROMPTS), workers=2))
+    recorded = dict(parallel(record, list(PROMPTS)))
 
     def replay(case: tuple[str, str]):
         name, run = case
@@ -303,7 +303,7 @@ def streamed(kimi_exe, tmp_path_factory):
     for name in PROMPTS:  # the runner has none of the recording machine's folders
         shutil.rmtree(root / f"rec-{name}")
     cases = [(n, r) for n in PROMPTS for r in ("green1", "green2")] + [("read", "changed")]
-    runs.update(parallel(replay, cases, workers=2))
+    runs.update(parallel(replay, cases))
     return recorded, runs
 
 

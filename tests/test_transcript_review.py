@@ -36,6 +36,11 @@ def _transcript(name: str, db: Path, out: Path, scripts=None) -> bytes:
     r = record_scenario(name, db, scripts)
     if scripts is None:
         assert check_scenario(SCENARIOS[name], r) == []
+    return _write(name, db, out)
+
+
+def _write(name: str, db: Path, out: Path) -> bytes:
+    """The transcript of session `name` in db, written to out."""
     with open_store(str(db), read_only=True) as store:
         sid = [s for s in store.sessions() if s["name"] == name][-1]["session_id"]
         with open(out, "wb") as f:
@@ -50,9 +55,11 @@ def _changed_lines(a: bytes, b: bytes) -> int:
 
 
 @pytest.fixture(scope="module")
-def recorded(kimi_exe, tmp_path_factory) -> Path:
+def recorded(kimi_recordings, tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("review")
-    _transcript(NAME, d / "a.db", d / "a.jsonl")
+    rec = kimi_recordings.get([NAME])[NAME]  # recorded as _transcript does, once per test run
+    assert rec.problems == []
+    _write(NAME, Path(rec.copy_to(d, "a")), d / "a.jsonl")
     return d
 
 

@@ -415,14 +415,11 @@ def orjson_roundtrip(obj):
 # -- where the time went: a real kimi session recorded through wire-proxy ------------------------
 
 @pytest.fixture(scope="module")
-def timed(kimi_exe, tmp_path_factory):
+def timed(kimi_recordings, tmp_path_factory):
     """wire-ui over one real kimi Wire session (approve_shell: a tool call behind an approval),
     recorded through wire-proxy, so its timings (kimi's start-up first) are real."""
-    from tests.harness.replay import record_scenario
-
     d = tmp_path_factory.mktemp("timed")
-    db = d / "timed.db"
-    record_scenario("approve_shell", db)
+    db = kimi_recordings.get(["approve_shell"])["approve_shell"].copy_to(d, "timed")
     ui = subprocess.Popen([str(BIN / "wire-ui"), "--no-browser", str(db)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True,
                           env={**os.environ, "XDG_CACHE_HOME": str(d / "cache")})

@@ -11,6 +11,7 @@ never runs, kept out of the installed packages.
     wire.py acp.py mcp.py   scenario types, runners and generic checks per protocol (the named
                        scenarios themselves are data in sample_sessions/)
     recording.py       record a named scenario through wire-proxy (sample_sessions/record.py)
+    kimi_recordings.py the real kimi sessions several test modules read, recorded once per run
     proxy.py replay.py analysis.py   helpers of the proxy, replay and analysis tests
     sdk/               clients and a demo server built on the peers' SDKs; they run under the
                        peer venvs' interpreters, never imported by the project's Python
