@@ -155,6 +155,8 @@ class Bulk:
         chunks, firsts, dirs, monos, tss, _, last_seq = cut
         if not chunks:
             return False
+        if any(_long_line(c) for c in chunks):
+            return False
         batch = b"\n".join(chunks)
         if b"initialize" in batch or b"\\ud" in batch or b"\\uD" in batch or \
                 any(m in batch for m in NESTED_MARKERS):
@@ -383,6 +385,18 @@ class Bulk:
         ing.seq = last
         return [(m, a) for m, a in foreign.items() if a], sorted(out.items())
 
+
+
+def _long_line(chunk: bytes) -> bool:
+    """Whether a frame of the chunk may be longer than BLOCK_SIZE (a stretch that long without a
+    newline; every frame of twice that is found). Such frames go frame by frame (their values
+    to the sidecar): staged in SQL, a read of 2 MiB frames took several copies of each and
+    failed the loader's memory limit."""
+    find = chunk.find
+    for i in range(0, len(chunk) - BLOCK_SIZE + 1, BLOCK_SIZE):
+        if find(b"\n", i, i + BLOCK_SIZE) < 0:
+            return True
+    return False
 
 
 def _marked(r) -> str:

@@ -253,3 +253,28 @@ def test_bulk_masks_a_secret_longer_than_the_carried_over_part(tmp_path, monkeyp
     assert len(fast) == len(slow)
     for a, b in zip(slow, fast, strict=True):
         assert a == b
+
+
+def test_frames_of_megabytes_load_under_the_memory_limit(tmp_path):
+    """A read holding frames of 2 MiB (after the protocol is known) goes frame by frame, their
+    values to the sidecar: staged in SQL, their copies failed the loader's memory limit
+    (`bench_proxy.py`'s 2 MiB throughput case: 'recording failed (OutOfMemoryException)', the
+    session left in its spool)."""
+    big = [_piece(f"{k:03d} " + os.urandom(1 << 20).hex()) for k in range(12)]
+    small = [_event(i) for i in range(100)]
+
+    def streams() -> tuple[bytes, bytes]:
+        frames = b"".join(f + b"\n" for f in small + big)
+        return frames, frames
+    path = _spool(str(tmp_path), "big", streams)
+    summary = loader.ingest_spool(path, follow=False)
+    assert not os.path.exists(path)
+    con = duckdb.connect(summary["db"], read_only=True)
+    try:
+        got = con.execute("SELECT direction, count(*), sum(byte_len) FROM frames WHERE "
+                          "kind <> 'lifecycle' GROUP BY ALL ORDER BY 1").fetchall()
+        lost = con.execute("SELECT lost_frames FROM sessions").fetchone()
+    finally:
+        con.close()
+    size = sum(len(f) for f in small + big)
+    assert got == [("a2c", 112, size), ("c2a", 112, size)] and lost == (0,)
