@@ -20,7 +20,12 @@ from tests.harness.llm_leg import KEY_RE, PROMPT, exchanges
 from tests.harness.model_server import StreamingModel
 from tests.harness.peers import need
 from tests.harness.replay import WIRE_PROXY, parallel, run_cli
-from tests.test_llm_leg_kimi_anthropic import _anthropic_works, _config, _turns
+from tests.test_llm_leg_kimi_anthropic import (
+    _anthropic_works,
+    _config,
+    _turns,
+    green_from_the_share_dir_then_red_with_an_agents_md,
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +87,4 @@ def test_kimi_acp_records_the_anthropic_leg_without_the_key(acp_anthropic):
 
 
 def test_kimi_acp_replays_the_anthropic_leg_green_then_red_with_an_agents_md(acp_anthropic):
-    runs = acp_anthropic[6]
-    green = runs["green"]
-    assert green.stdout.strip(), green.stderr.decode()[-3000:]
-    report = json.loads(green.stdout)
-    assert green.returncode == 0, ([d["message"] for d in report.get("divergences") or []],
-                                   green.stderr.decode()[-2000:])
-    assert any("recorded model leg: 2 exchange(s) (2 answered)" in n and
-               "scratch KIMI_SHARE_DIR" in n for n in report["notes"]), report["notes"]
-    red = runs["agents_md"]
-    assert red.returncode == 1, (red.stdout.decode()[-4000:], red.stderr.decode()[-2000:])
-    first = json.loads(red.stdout)["first_divergence"]
-    assert first["kind"] == "model" and first["where"] == "llm call 1", first
-    assert "system prompt changed at char " in first["message"], first
-    assert "AGENTS.md" in first["message"], first
+    green_from_the_share_dir_then_red_with_an_agents_md(acp_anthropic[6])

@@ -157,7 +157,12 @@ def test_llm_calls_have_the_providers_usage(rec):
 
 
 def test_replayed_green_then_red_with_an_agents_md(rec):
-    runs = rec[6]
+    green_from_the_share_dir_then_red_with_an_agents_md(rec[6])
+
+
+def green_from_the_share_dir_then_red_with_an_agents_md(runs: dict) -> None:
+    """The green replay (from the recorded leg, kimi given a scratch KIMI_SHARE_DIR) and the red
+    one (an AGENTS.md: the system prompt of llm call 1) of a kimi-cli anthropic recording."""
     green = runs["green"]
     assert green.stdout.strip(), green.stderr.decode()[-3000:]
     report = json.loads(green.stdout)
