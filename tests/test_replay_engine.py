@@ -492,7 +492,7 @@ def test_a_fork_gives_the_changed_answer_at_its_request_and_the_recorded_ones_el
     assert change == "response 'approve' → 'reject'"
     merged, what = changed_answer(rec, req, '{"feedback": "no"}')  # fields replace the result's
     assert merged.obj["result"] == {"request_id": "rec-2", "response": "approve",
-                                    "feedback": "no"} and what == 'feedback → "no"'
+                                    "feedback": "no"} and what == "feedback (absent) → 'no'"
     eng = ForkEngine(rec, ["kimi", "--wire"], {}, str(tmp_path),
                      ReplayOptions(startup_timeout=60.0).validate(), fork_index=req.index,
                      answer=new)
