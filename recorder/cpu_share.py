@@ -23,7 +23,6 @@ import time
 
 # the weakest weight: 15 against 1024 for a group at 0
 BACKGROUND_NICE = 19
-_watching = False  # this process's parent-watch thread is running
 
 
 def _in_effect() -> bool:
@@ -89,11 +88,6 @@ def watch_parent(parent: int) -> None:
     proxy killed while it had lowered it). A thread of its own, because it needs almost no CPU:
     a lowered loader beside busy processes gets so little that its own loop can take minutes to
     come round, while this thread gets the GIL within one switch interval of the loader's time."""
-
-    global _watching
-    if _watching:  # (the loader process starts it first thing, ingest_spool again)
-        return
-    _watching = True
 
     def run() -> None:
         while os.getppid() == parent:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +20,6 @@ import orjson
 from . import after_load, handoff
 from .bulk import Bulk
 from .classify import Classifier, Extracted
-from .cpu_share import watch_parent
 from .edge import PROXY, say
 from .errors import UserError
 from .model import frame_row, wall_ts
@@ -897,8 +895,6 @@ def _open_for(db: str, session_id: str, spool_path: str) -> tuple[DB, str, str]:
 def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> dict:
     """Load one spool into its DB. With follow=True, tail it until the proxy writes its end
     marker or dies. Returns a summary. The spool is deleted once its session is complete."""
-    if follow:  # our first thread: the proxy lowers our CPU share only once it is there
-        watch_parent(os.getppid())
     lock_fd = lock_shared(spool_path)
     reader = SpoolReader(spool_path)
     meta = reader.meta
@@ -1079,6 +1075,3 @@ def main(argv: list[str]) -> int:
                  f"`{PROXY} recover {kept}` once that is fixed")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
