@@ -90,14 +90,17 @@ def exchanges(db) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
-def payloads(db) -> list[dict[str, Any]]:
-    """The parsed payload column of the model leg's rows."""
+def payloads(db, method: str | None = None) -> list[dict[str, Any]]:
+    """The parsed payload column of the model leg's rows (of `method`'s only, when given), in
+    stored order: an exchange's response may be stored after the next request, which the agent
+    can send once it has the last byte, before the leg has logged that response."""
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT payload FROM frames WHERE direction = 'proxy' AND method IN "
-                           "('llm_request', 'llm_response') ORDER BY seq").fetchall()
+        methods = [method] if method else ["llm_request", "llm_response"]
+        rows = con.execute("SELECT payload FROM frames WHERE direction = 'proxy' AND "
+                           "list_contains(?, method) ORDER BY seq", [methods]).fetchall()
     finally:
         con.close()
     return [json.loads(r[0]) for r in rows]
