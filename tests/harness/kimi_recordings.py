@@ -26,6 +26,7 @@ import pytest
 
 from tests.harness.scripted_client import ClientResult
 from tests.harness.wire import Scenario, check_scenario, run_scenario
+from wire_recorder.recorder.handoff import wait_for_loaders
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
 # kimi's start-up mostly waits (two cores): three runs side by side, as the modules did before
@@ -92,6 +93,7 @@ class KimiRecordings:
             kimi_log = str(dest / "wire.jsonl")
             shutil.copyfile(logs[0], kimi_log)
         shutil.rmtree(os.path.dirname(home), ignore_errors=True)
+        wait_for_loaders(db, limit=600)  # the proxy exits before its loader has stored it all
         return Recording(name, db, result, check_scenario(sc, result), kimi_log)
 
 
