@@ -2,8 +2,9 @@
 `initialize`, and a transcript has no recorded times to stretch a budget from. With two CPU
 burners running (started and ended here), `--update` re-records a sample against the real
 `kimi --wire` with only the agent command and the default timeouts (that every sample replays
-green so is tests/test_replay_samples.py's second replay of each); an agent that never answers says, in the report, that it gave up at start-up
-and how to raise the wait. No test here asserts a time: what changes is the budget."""
+green so is tests/test_replay_samples.py's second replay of each); an agent that never answers
+says, in the report, that it gave up at start-up and how to raise the wait. No test here
+asserts a time: what changes is the budget."""
 
 from __future__ import annotations
 
