@@ -24,6 +24,7 @@ os.environ.setdefault("WIRE_UI_RECORD_INDEX", "0")
 
 # The shared recordings: registered here, once, so that the session scope holds (a fixture
 # imported into each test module is a fixture of each, made again for each module).
+from tests.harness.acp_recordings import acp_recordings  # noqa: E402, F401
 from tests.harness.analysis import recorded  # noqa: E402, F401
 from tests.harness.kimi_peer import KimiRun  # noqa: E402
 from tests.harness.kimi_recordings import kimi_recordings  # noqa: E402, F401
@@ -35,8 +36,8 @@ from tests.harness.peers import find_acp_python, find_kimi, find_mcp_peers, need
 # first, then the single tests one by one, which even out the end of the run (scripts/test:
 # --dist loadgroup). xdist 3.8's own groups (the xdist_group mark) rewrite item._nodeid, which
 # pytest 9 no longer reads, so the groups are made here, from the test ids.
-# The real kimi recordings several modules read (tests/harness/kimi_recordings.py) need no group:
-# they are made once per run whichever worker asks first.
+# The real kimi recordings several modules read (tests/harness/kimi_recordings.py,
+# acp_recordings.py) need no group: they are made once per run whichever worker asks first.
 SHARED_BY_MODULES = {
     # the wheel and its venv, built once per worker process (tests/harness/install.py)
     "test_docs_blocks": "wheel", "test_install": "wheel", "test_duckdb_compat": "wheel",

@@ -19,6 +19,7 @@ import pytest
 
 from sample_sessions.acp_scenarios import ACP_SCENARIOS
 from tests.harness.acp import AcpRun, check_acp_chain, run_acp_chain, run_acp_scenario
+from tests.harness.replay import parallel
 from wire_recorder.analysis.sources import open_workspace
 from wire_recorder.analysis.stats import summarize
 from wire_recorder.recorder.store import open_store
@@ -194,18 +195,26 @@ def test_load_session_replays_after_its_origin(load_db, kimi_exe):
 
 def test_cli_load_sample_needs_its_origin(kimi_exe, tmp_path):
     sample, origin = SAMPLES / "acp_load.jsonl", SAMPLES / "acp_load.origin.jsonl"
-    moved = tmp_path / "reopened.jsonl"  # no reopened.origin.jsonl beside it
-    moved.write_bytes(sample.read_bytes())
-    runs = {}
-    for how, path, extra in (("beside", sample, []), ("alone", moved, []),
-                             ("--origin", moved, ["--origin", str(origin)])):
+
+    def moved(how: str) -> Path:  # no reopened.origin.jsonl beside it
+        path = tmp_path / how / "reopened.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(sample.read_bytes())
+        return path
+
+    def replay(case: tuple[str, Path, list[str]]):
+        how, path, extra = case
         with _run(kimi_exe, "acp_load") as run:
             env = run.env()
-            runs[how] = subprocess.run(
+            return how, subprocess.run(
                 [str(BIN / "wire-replay"), str(path), "--cwd", str(run.workdir), *extra,
                  "--env", f"HOME={env['HOME']}",
                  "--env", f"KIMI_SCRIPTED_ECHO_SCRIPTS={env['KIMI_SCRIPTED_ECHO_SCRIPTS']}",
                  "--", *run.argv()], capture_output=True, text=True, timeout=300)
+
+    # side by side, each in its own scratch HOME and folder (kimi's start-up mostly waits)
+    runs = dict(parallel(replay, [("beside", sample, []), ("alone", moved("alone"), []),
+                                  ("--origin", moved("origin"), ["--origin", str(origin)])]))
     # without it the fresh agent has no such session: the note says why and what to do
     alone = runs.pop("alone")
     assert alone.returncode == 1, alone.stdout + alone.stderr

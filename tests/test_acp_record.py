@@ -31,13 +31,12 @@ AGENT_REQUESTS = {
 
 
 @pytest.fixture(scope="module")
-def recorded(kimi_exe, acp_python, tmp_path_factory):
-    """acp_tools through wire-proxy: (client result, session row, frames)."""
-    tmp = tmp_path_factory.mktemp("acp")
-    db = str(tmp / "acp_tools.db")
-    sc = ACP_SCENARIOS["acp_tools"]
-    prefix = [WIRE_PROXY, "-q", "--db", db, "--name", "acp_tools", "--"]
-    result = run_acp_scenario(sc, prefix, kimi=kimi_exe, acp_python=acp_python, tmp_root=tmp)
+def recorded(acp_recordings, tmp_path_factory):
+    """acp_tools through wire-proxy (once per test run, shared with other modules:
+    tests/harness/acp_recordings.py): (scenario, client result, session row, frames)."""
+    rec = acp_recordings.get("acp_tools")
+    db = rec.copy_to(tmp_path_factory.mktemp("acp"))
+    sc, result = ACP_SCENARIOS["acp_tools"], rec.result
     with open_store(db, read_only=True) as store:
         (session,) = store.sessions()
         frames = store.frames(session["session_id"])

@@ -24,14 +24,12 @@ SAMPLE = ROOT / "sample_sessions" / "acp_tools.jsonl"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory, kimi_exe, acp_python) -> str:
-    """A fresh recording of acp_tools through wire-proxy."""
-    db = str(tmp_path_factory.mktemp("acp") / "acp.db")
-    sc = ACP_SCENARIOS["acp_tools"]
-    result = run_acp_scenario(sc, [str(BIN / "wire-proxy"), "-q", "--db", db, "--"],
-                              kimi=kimi_exe, acp_python=acp_python)
-    assert check_acp_scenario(sc, result) == []
-    return db
+def recorded(tmp_path_factory, acp_recordings) -> str:
+    """A fresh recording of acp_tools through wire-proxy (once per test run:
+    tests/harness/acp_recordings.py), a copy of it here."""
+    rec = acp_recordings.get("acp_tools")
+    assert rec.problems == []
+    return rec.copy_to(tmp_path_factory.mktemp("acp"), "acp")
 
 
 def fresh_run(kimi_exe, name: str = "acp_tools") -> AcpRun:

@@ -230,12 +230,11 @@ def samples(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fresh(kimi_exe, acp_python, mcp_peers, tmp_path_factory):
-    """Fresh recordings through the real wire-proxy, side by side: kimi acp (acp_tools) into
-    `p.db`, and the MCP demo in both eras into `f.db`."""
-    from sample_sessions.acp_scenarios import ACP_SCENARIOS
+def fresh(acp_recordings, mcp_peers, tmp_path_factory):
+    """Fresh recordings through the real wire-proxy, side by side: kimi acp (acp_tools, once per
+    test run: tests/harness/acp_recordings.py) copied to `p.db`, and the MCP demo in both eras
+    into `f.db`."""
     from sample_sessions.mcp_scenarios import MCP_SCENARIOS
-    from tests.harness.acp import check_acp_scenario, run_acp_scenario
     from tests.harness.mcp import check_mcp_scenario, run_mcp_scenario
     from tests.harness.recording import proxy_prefix
 
@@ -243,10 +242,9 @@ def fresh(kimi_exe, acp_python, mcp_peers, tmp_path_factory):
     acp_db, mcp_db = str(tmp / "p.db"), str(tmp / "f.db")
 
     def acp():
-        sc = ACP_SCENARIOS["acp_tools"]
-        result = run_acp_scenario(sc, [WIRE_PROXY, "-q", "--db", acp_db, "--name", "acp_tools", "--"],
-                                  kimi=kimi_exe, acp_python=acp_python, tmp_root=tmp)
-        return check_acp_scenario(sc, result)
+        rec = acp_recordings.get("acp_tools")
+        rec.copy_to(tmp, "p")
+        return rec.problems
 
     def mcp():
         problems = []

@@ -148,17 +148,15 @@ def test_a_recording_against_its_replay_report(wire_runs, kimi_exe, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def acp_runs(kimi_exe, acp_python, tmp_path_factory):
-    """acp_tools as recorded, and again with notes.txt (which the client serves) changed."""
+def acp_runs(kimi_exe, acp_python, acp_recordings, tmp_path_factory):
+    """acp_tools as recorded (once per test run: tests/harness/acp_recordings.py), and again
+    with notes.txt (which the client serves) changed."""
     tmp = tmp_path_factory.mktemp("diff-acp")
     sc = ACP_SCENARIOS["acp_tools"]
     changed = dataclasses.replace(sc, files={"notes.txt": "Notes: delta.\n"})
-    dbs = [str(tmp / "base.db"), str(tmp / "changed.db")]
-    with ThreadPoolExecutor(2) as ex:
-        list(ex.map(lambda j: run_acp_scenario(j[0], [WIRE_PROXY, "-q", "--db", j[1], "--"],
-                                               kimi=kimi_exe, acp_python=acp_python,
-                                               tmp_root=tmp),
-                    [(sc, dbs[0]), (changed, dbs[1])]))
+    dbs = [acp_recordings.get("acp_tools").copy_to(tmp, "base"), str(tmp / "changed.db")]
+    run_acp_scenario(changed, [WIRE_PROXY, "-q", "--db", dbs[1], "--"], kimi=kimi_exe,
+                     acp_python=acp_python, tmp_root=tmp)
     return dbs
 
 

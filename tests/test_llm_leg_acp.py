@@ -10,53 +10,38 @@ be given at all (test_kimi_acp_takes_no_agent_file)."""
 from __future__ import annotations
 
 import json
-import shutil
+from pathlib import Path
 
 import pytest
 
-from tests.harness.acp import AcpRun, AcpScenario, run_acp_scenario
+from tests.harness.kimi_acp_leg import record_kimi_acp_leg, replay_kimi_acp_leg
 from tests.harness.llm_leg import exchanges
 from tests.harness.model_server import StreamingModel, answer, call, failure
-from tests.harness.replay import WIRE_PROXY, parallel, run_cli
 
 
 @pytest.fixture(scope="module")
 def acp_leg(kimi_exe, tmp_path_factory):
-    root = tmp_path_factory.mktemp("llm-leg-acp")
-    run = AcpRun.create([], {"a.txt": "alpha line one\n"}, kimi=kimi_exe, tmp_root=root,
-                        keep=True)
-    work = str(run.workdir)
-    model = StreamingModel([
-        answer(think=["Reading."], text=["Reading ", "a.txt"],
-               calls=[call("call-1", "ReadFile", ['{"path": "' + work[:-2], work[-2:] + '/a.txt"}'])],
-               usage=(900, 40, 300), message_id="m-1"),
-        failure(503, "overloaded"),
-        answer(text=["It says alpha."], usage=(1000, 10, 900), message_id="m-2")])
-    scenario = AcpScenario(name="leg", description="", scripts=[], prompts=["Read a.txt"],
-                           permissions=[], timeout=600)
-    db = root / "acp.db"
-    with model:
-        (run.home / ".kimi" / "config.toml").write_text(model.config_toml(), encoding="utf-8")
-        result = run_acp_scenario(scenario, [WIRE_PROXY, "-q", "--llm", "--wait", "60", "--db",
-                                             str(db), "--"], run=run)
-    agents_md = root / "work-agents-md"
-    shutil.copytree(run.workdir, agents_md)
-    (agents_md / "AGENTS.md").write_text("# Rules\n\nAnswer in one line.\n", encoding="utf-8")
+    def model_for(work: str) -> StreamingModel:
+        return StreamingModel([
+            answer(think=["Reading."], text=["Reading ", "a.txt"],
+                   calls=[call("call-1", "ReadFile", ['{"path": "' + work[:-2], work[-2:] + '/a.txt"}'])],
+                   usage=(900, 40, 300), message_id="m-1"),
+            failure(503, "overloaded"),
+            answer(text=["It says alpha."], usage=(1000, 10, 900), message_id="m-2")])
 
-    def replay(case: tuple[str, str]):
-        name, cwd = case
-        home = root / f"home-{name}"
-        shutil.copytree(run.home, home)  # kimi acp reads its config and login from HOME
+    rec = record_kimi_acp_leg(kimi_exe, tmp_path_factory.mktemp("llm-leg-acp"), "Read a.txt",
+                              model_for, lambda model: model.config_toml())
+
+    def thinking_on(name: str, home: Path) -> None:
         if name == "thinking":  # `kimi acp` takes no --thinking: the config's default
             cfg = home / ".kimi" / "config.toml"
             cfg.write_text("default_thinking = true\n" + cfg.read_text(encoding="utf-8"),
                            encoding="utf-8")
-        return name, run_cli(["--json", db, "--", run.kimi, "acp"], timeout=1200,
-                             env={"HOME": str(home)}, cwd=cwd)
 
-    runs = dict(parallel(replay, [("green", work), ("agents_md", str(agents_md)),
-                                          ("thinking", work)], workers=2))
-    return result, model, db, runs
+    work = str(rec.run.workdir)
+    runs = replay_kimi_acp_leg(rec, [("green", work), ("agents_md", str(rec.agents_md)),
+                                     ("thinking", work)], thinking_on)
+    return rec.result, rec.model, rec.db, runs
 
 
 def test_kimi_acp_records_its_model_leg(acp_leg):

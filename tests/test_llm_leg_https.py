@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.harness.model_server import StreamingModel, _Handler, answer, sse_chunks
+from tests.harness.proxy import wait_until
 from wire_recorder.recorder.llm_leg import ModelLeg
 from wire_recorder.recorder.llm_upstream import Upstream
 
@@ -76,6 +77,8 @@ def test_an_https_model_streams_through_the_leg_chunk_for_chunk(tls_model):
                 data += resp.read1(resp.chunk_left)
             got.append(data)
         conn.close()
+        # the leg logs the exchange once its last byte is sent on: the client may have it first
+        assert wait_until(lambda: len(events) >= 3, timeout=60), events
     finally:
         leg.stop()
     sent = [b"data: " + json.dumps(c, ensure_ascii=False).encode() + b"\n\n"

@@ -11,15 +11,13 @@ with an AGENTS.md added (red, naming the system prompt). `kimi acp` checks the l
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from tests.harness.acp import AcpRun, AcpScenario, run_acp_scenario
+from tests.harness.kimi_acp_leg import record_kimi_acp_leg, replay_kimi_acp_leg
 from tests.harness.llm_leg import KEY_RE, PROMPT, exchanges
 from tests.harness.model_server import StreamingModel
 from tests.harness.peers import need
-from tests.harness.replay import WIRE_PROXY, parallel, run_cli
 from tests.test_llm_leg_kimi_anthropic import (
     _anthropic_works,
     _config,
@@ -32,32 +30,12 @@ from tests.test_llm_leg_kimi_anthropic import (
 def acp_anthropic(kimi_exe, tmp_path_factory):
     need(lambda: _anthropic_works(kimi_exe), "kimi-cli with a working Anthropic provider")
     root = tmp_path_factory.mktemp("llm-leg-kimi-acp-anthropic")
-    run = AcpRun.create([], {"a.txt": "alpha line one\n"}, kimi=kimi_exe, tmp_root=root,
-                        keep=True)
-    turns = _turns(str(run.workdir))
-    scenario = AcpScenario(name="leg-anthropic", description="", scripts=[], prompts=[PROMPT],
-                           permissions=[], timeout=600)
-    db = root / "acp.db"
-    with StreamingModel(turns, dialect="anthropic") as model:
-        config = _config(model)
-        (run.home / ".kimi" / "config.toml").write_text(config, encoding="utf-8")
-        result = run_acp_scenario(scenario, [WIRE_PROXY, "-q", "--llm", "--wait", "60", "--db",
-                                             str(db), "--"], run=run)
-    # the replays: the user's HOME as it is now (its config names the stopped upstream)
-    agents_md = root / "work-agents-md"
-    shutil.copytree(run.workdir, agents_md)
-    (agents_md / "AGENTS.md").write_text("# Rules\n\nAnswer in one line.\n", encoding="utf-8")
-
-    def replay(case: tuple[str, str]):
-        name, cwd = case
-        home = root / f"home-{name}"
-        shutil.copytree(run.home, home)
-        return name, run_cli(["--json", db, "--", str(kimi_exe), "acp"], timeout=1200,
-                             env={"HOME": str(home)}, cwd=cwd)
-
-    runs = dict(parallel(replay, [("green", str(run.workdir)), ("agents_md", str(agents_md))],
-                         workers=2))
-    return result, model, turns, db, run, config, runs
+    rec = record_kimi_acp_leg(
+        kimi_exe, root, PROMPT, lambda work: StreamingModel(_turns(work), dialect="anthropic"),
+        _config)
+    runs = replay_kimi_acp_leg(rec, [("green", str(rec.run.workdir)),
+                                     ("agents_md", str(rec.agents_md))])
+    return rec.result, rec.model, rec.model.turns, rec.db, rec.run, rec.config, runs
 
 
 def test_kimi_acp_records_the_anthropic_leg_without_the_key(acp_anthropic):

@@ -272,6 +272,7 @@ def test_real_kimi_session_is_stored_redacted_relayed_unchanged_and_replays_gree
     from tests.harness.replay import Agent, run_cli
     from tests.harness.scripted_client import Prompt
     from tests.harness.wire import run_scenario
+    from wire_recorder.recorder.handoff import wait_for_loaders
     from wire_recorder.recorder.store import open_store
 
     db = tmp_path / "secret.db"
@@ -280,6 +281,9 @@ def test_real_kimi_session_is_stored_redacted_relayed_unchanged_and_replays_gree
         sc.plan, prompts=[Prompt(f"Run echo hello, key {SK}, token {TOKEN}")]))
     result = run_scenario(sc, [WIRE_PROXY, "-q", "--db", str(db), "--name", "s", "--"],
                           kimi=kimi_exe, env={"MY_SERVICE_TOKEN": TOKEN})
+    # the proxy exits before its loader has stored the session (its spool, raw bytes, is still
+    # beside the file then): the files are read once it is stored
+    wait_for_loaders(str(db), limit=600)
     received = b"\n".join(f.raw for f in result.received())
     sent = b"\n".join(f.raw for f in result.sent())
     # the client sent both and got both back (kimi echoes the prompt in TurnBegin), unchanged

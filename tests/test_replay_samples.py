@@ -2,7 +2,9 @@
 kimi given only the agent command (`kimi --wire`, `kimi acp`) and an empty HOME: no scripts, no
 config. The model is pinned to what the recording says it answered (replay.agents), the
 sessions an ACP sample reopens are replayed first, every agent request is matched by what it
-asks although its id differs, and the user's HOME is left as it was."""
+asks although its id differs, and the user's HOME is left as it was. The second replay of each
+runs on a busy machine (two CPU burners) with the default timeouts: start-up is not a frame
+timeout, and kimi may take a minute to answer `initialize` there (tests/test_slow_start.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sample_sessions.acp_scenarios import ACP_SCENARIOS
+from tests.harness.busy import cpu_burners
 from tests.harness.replay import SAMPLES, live_requests, parallel, sample_names
 
 WIRE = sample_names()
@@ -24,11 +27,13 @@ FRESH_ID_TYPES = {"ApprovalRequest", "QuestionRequest", "HookRequest"}
 @pytest.fixture(scope="module")
 def replays(kimi_exe, tmp_path_factory):
     """Every sample replayed twice, each time in a fresh HOME and work dir, a few side by side
-    (kimi's start-up mostly waits): a pinned replay gives the same verdict run after run."""
+    (kimi's start-up mostly waits): a pinned replay gives the same verdict run after run, and
+    on a busy machine with no wait raised (the second run)."""
     from wire_recorder.replay.driver import ReplayOptions, replay_session
+    from wire_recorder.replay.settings import STARTUP_TIMEOUT_S
 
-    def one(job: tuple[str, int]):
-        name, _ = job
+    def one(job: tuple[str, bool]):
+        name, busy = job
         root = tmp_path_factory.mktemp(name)
         home, work = root / "home", root / "work"
         home.mkdir()
@@ -38,12 +43,19 @@ def replays(kimi_exe, tmp_path_factory):
             (work / rel).write_text(content, encoding="utf-8")
         argv = [str(kimi_exe), "acp" if name in ACP else "--wire"]
         env = {**os.environ, "HOME": str(home)}
+        # busy: wire-replay's defaults (its start-up wait whatever $WIRE_REPLAY_STARTUP_TIMEOUT
+        # says); quiet: a frame timeout to spare
+        options = (ReplayOptions(startup_timeout=STARTUP_TIMEOUT_S) if busy
+                   else ReplayOptions(frame_timeout=60))
         result = replay_session(SAMPLES / f"{name}.jsonl", argv, env=env, cwd=str(work),
-                                options=ReplayOptions(frame_timeout=60))
+                                options=options)
         return name, result, home
 
     out: dict[str, list] = {}
-    for name, result, home in parallel(one, [(n, i) for i in (1, 2) for n in NAMES]):
+    quiet = parallel(one, [(n, False) for n in NAMES])
+    with cpu_burners():
+        busy = parallel(one, [(n, True) for n in NAMES])
+    for name, result, home in quiet + busy:
         out.setdefault(name, []).append((result, home))
     return out
 

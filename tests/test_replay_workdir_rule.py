@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from sample_sessions.acp_scenarios import ACP_SCENARIOS
-from tests.harness.acp import AcpRun, check_acp_scenario, run_acp_scenario
-from wire_recorder.recorder.handoff import wait_for_loaders
+from tests.harness.acp import AcpRun
 from wire_recorder.replay.recording import load
 from wire_recorder.replay.workdir import recorded_workdir
 
@@ -24,16 +23,13 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
-def acp_db(tmp_path_factory, kimi_exe, acp_python) -> str:
-    """acp_tools recorded through wire-proxy; its work dir is deleted afterwards."""
-    db = str(tmp_path_factory.mktemp("acp-rule") / "acp.db")
-    sc = ACP_SCENARIOS["acp_tools"]
-    result = run_acp_scenario(sc, [str(BIN / "wire-proxy"), "-q", "--db", db, "--"],
-                              kimi=kimi_exe, acp_python=acp_python)
-    assert check_acp_scenario(sc, result) == []
-    wait_for_loaders(db, limit=600)
-    assert not os.path.exists(result.context["workdir"])
-    return db
+def acp_db(tmp_path_factory, acp_recordings) -> str:
+    """acp_tools recorded through wire-proxy (once per test run: tests/harness/acp_recordings.py),
+    a copy of it here; its work dir is deleted afterwards."""
+    rec = acp_recordings.get("acp_tools")
+    assert rec.problems == []
+    assert not os.path.exists(rec.result.context["workdir"])
+    return rec.copy_to(tmp_path_factory.mktemp("acp-rule"), "acp")
 
 
 def test_acp_replay_from_a_copy_of_the_work_dir_is_green_without_cwd(acp_db, kimi_exe,

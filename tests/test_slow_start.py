@@ -1,67 +1,25 @@
 """Start-up is not a frame timeout: on a busy runner the real kimi may take a minute to answer
 `initialize`, and a transcript has no recorded times to stretch a budget from. With two CPU
-burners running (started and ended here), every exported Wire sample replays green against the
-real `kimi --wire` with only the agent command and the default timeouts, and `--update`
-re-records one; an agent that never answers says, in the report, that it gave up at start-up
-and how to raise the wait. No test here asserts a time: what changes is the budget."""
+burners running (started and ended here), `--update` re-records a sample against the real
+`kimi --wire` with only the agent command and the default timeouts (that every sample replays
+green so is tests/test_replay_samples.py's second replay of each); an agent that never answers
+says, in the report, that it gave up at start-up and how to raise the wait. No test here
+asserts a time: what changes is the budget."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.harness.replay import SAMPLES, cli_json, parallel, run_cli, sample_names
-
-WIRE = sample_names()
-
-
-@contextlib.contextmanager
-def cpu_burners(n: int = 2) -> Iterator[None]:
-    """`n` processes spinning on the CPU (`yes > /dev/null`), ended by their pids afterwards."""
-    procs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+from tests.harness.busy import cpu_burners
+from tests.harness.replay import SAMPLES, cli_json, run_cli
 
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "WIRE_REPLAY_STARTUP_TIMEOUT"}
     env["HOME"] = str(home)
     return env
-
-
-@pytest.fixture(scope="module")
-def busy_replays(kimi_exe, tmp_path_factory) -> dict[str, tuple[int, dict]]:
-    def one(name: str) -> tuple[str, tuple[int, dict]]:
-        root = tmp_path_factory.mktemp(f"busy-{name}")
-        (root / "home").mkdir()
-        (root / "work").mkdir()
-        proc = subprocess.run([str(Path(sys.executable).parent / "wire-replay"),
-                               str(SAMPLES / f"{name}.jsonl"), "--json", "--cwd",
-                               str(root / "work"), "--", str(kimi_exe), "--wire"],
-                              env=_env(root / "home"), capture_output=True, timeout=1800)
-        assert b"Traceback" not in proc.stderr, proc.stderr.decode()
-        import json
-
-        return name, (proc.returncode, json.loads(proc.stdout))
-
-    with cpu_burners():
-        return dict(parallel(one, WIRE))
-
-
-@pytest.mark.parametrize("name", WIRE)
-def test_every_wire_sample_replays_green_on_a_busy_machine(busy_replays, name):
-    code, report = busy_replays[name]
-    assert code == 0 and report["ok"], (report["divergences"], report.get("stopped"))
 
 
 def test_update_rerecords_a_sample_on_a_busy_machine(kimi_exe, tmp_path):

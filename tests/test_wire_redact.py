@@ -21,6 +21,7 @@ from tests.harness.replay import cli_json
 from tests.harness.scripted_client import ClientPlan, Prompt
 from tests.harness.wire import Scenario, check_scenario, run_scenario
 from wire_recorder.analysis.rewrite import rewrite
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.redact import PLACEHOLDER_RE
 from wire_recorder.recorder.store import INLINE_MAX
 
@@ -92,6 +93,8 @@ def recorded(kimi_exe, tmp_path_factory):
     result = run_scenario(SCENARIO, [str(BIN / "wire-proxy"), "-q", "--no-redact", "--db", str(db),
                                      "--name", SCENARIO.name, "--"], kimi=kimi_exe)
     assert check_scenario(SCENARIO, result) == []
+    # the tests copy the file's bytes: only once the loader, which outlives the proxy, is done
+    wait_for_loaders(str(db), limit=600)
     return db
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.harness.kimi_peer import script, text
 from tests.harness.scripted_client import ClientPlan, Prompt, run_client
+from wire_recorder.recorder.handoff import wait_for_loaders
 from wire_recorder.recorder.redact import Redactor
 from wire_recorder.recorder.store import open_store
 from wire_recorder.recorder.transcript import encode_session, read_transcript
@@ -203,6 +204,7 @@ def test_a_real_session_records_its_work_dir_and_a_replay_starts_from_a_copy(kim
                       "--", *run.argv()], ClientPlan(prompts=[Prompt("hi")]), env=run.env(),
                      cwd=run.root, timeout=90)
     assert res.exit_code == 0 and not res.timed_out, res.stderr[-2000:]
+    wait_for_loaders(str(db), limit=600)  # the proxy exits before its loader has stored it all
     assert SECRET.encode() not in db.read_bytes()
 
     with open_store(str(db), read_only=True) as store:

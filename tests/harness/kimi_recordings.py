@@ -17,19 +17,22 @@ import os
 import pickle
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.harness.scripted_client import ClientResult
 from tests.harness.wire import Scenario, check_scenario, run_scenario
+from wire_recorder.recorder.handoff import wait_for_loaders
 
 WIRE_PROXY = str(Path(sys.executable).parent / "wire-proxy")
 # kimi's start-up mostly waits (two cores): three runs side by side, as the modules did before
 WORKERS = 3
+T = TypeVar("T")
 
 
 @dataclass
@@ -38,19 +41,23 @@ class Recording:
 
     name: str
     db: str  # the shared file: read a copy of it (copy_to)
-    result: ClientResult  # what the scripted client sent and received
-    problems: list[str]  # check_scenario's findings; [] when kimi did what the scenario intends
+    result: ClientResult | Any  # what the client sent and received (an AcpResult for ACP)
+    problems: list[str]  # the scenario check's findings; [] when kimi did what it intends
     kimi_log: str | None  # kimi's own wire.jsonl of the run, in a folder named by kimi's session id
 
     def copy_to(self, folder: str | os.PathLike, name: str | None = None) -> str:
         """A copy of the recording (the .db, its .blobs sidecar and .wal when there) as
         folder/<name>.db."""
-        os.makedirs(folder, exist_ok=True)
-        dest = os.path.join(folder, f"{name or self.name}.db")
-        for suffix in ("", ".blobs", ".wal"):
-            if os.path.exists(self.db + suffix):
-                shutil.copyfile(self.db + suffix, dest + suffix)
-        return dest
+        return copy_recording(self.db, os.path.join(folder, f"{name or self.name}.db"))
+
+
+def copy_recording(db: str | os.PathLike, dest: str | os.PathLike) -> str:
+    """A copy of a stored recording (the .db, its .blobs sidecar and .wal when there) as dest."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    for suffix in ("", ".blobs", ".wal"):
+        if os.path.exists(f"{db}{suffix}"):
+            shutil.copyfile(f"{db}{suffix}", f"{dest}{suffix}")
+    return str(dest)
 
 
 class KimiRecordings:
@@ -66,15 +73,7 @@ class KimiRecordings:
             return dict(zip(names, ex.map(self.one, names), strict=True))
 
     def one(self, name: str) -> Recording:
-        done = self.root / f"{name}.pickle"
-        with open(self.root / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the worker dies)
-            if not done.exists():
-                rec = self._record(name)
-                tmp = done.with_suffix(".tmp")
-                tmp.write_bytes(pickle.dumps(rec))
-                os.replace(tmp, done)  # whole or absent for a reader
-        return pickle.loads(done.read_bytes())
+        return made_once(self.root, name, lambda: self._record(name))
 
     def _record(self, name: str) -> Recording:
         sc: Scenario = self.scenario(name)
@@ -92,7 +91,22 @@ class KimiRecordings:
             kimi_log = str(dest / "wire.jsonl")
             shutil.copyfile(logs[0], kimi_log)
         shutil.rmtree(os.path.dirname(home), ignore_errors=True)
+        wait_for_loaders(db, limit=600)  # the proxy exits before its loader has stored it all
         return Recording(name, db, result, check_scenario(sc, result), kimi_log)
+
+
+def made_once(root: Path, name: str, make: Callable[[], T]) -> T:
+    """`make()`'s value, made once per run under `root` for every xdist worker: a lock file per
+    name (a worker that asks while another makes it waits for that one), the value pickled."""
+    done = root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (or the worker dies)
+        if not done.exists():
+            value = make()
+            tmp = done.with_suffix(".tmp")
+            tmp.write_bytes(pickle.dumps(value))
+            os.replace(tmp, done)  # whole or absent for a reader
+    return pickle.loads(done.read_bytes())
 
 
 def shared_root(tmp_path_factory) -> Path:
