@@ -111,11 +111,16 @@ class Forward(BaseHTTPRequestHandler):
                     break
         if resp is None:
             # the agent sees what it would have seen itself: a connection that fails
-            leg.emit("llm_response", n=n, status=None, error=error,
-                     duration_ms=(time.monotonic_ns() - t0) / 1e6)
+            leg.respond(n, status=None, error=error,
+                        duration_ms=(time.monotonic_ns() - t0) / 1e6)
             self.close_connection = True
             return
-        self._relay(leg, n, t0, resp)
+        try:
+            self._relay(leg, n, t0, resp)
+        except BaseException as e:
+            # stored as failed, never left open for stop() to wait on
+            leg.respond(n, status=None, error=f"not relayed: {type(e).__name__}: {e}")
+            raise
 
     def _relay(self, leg: ModelLeg, n: int, t0: int, resp: http.client.HTTPResponse) -> None:
         head = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n".encode("latin-1")]
@@ -159,6 +164,7 @@ class Forward(BaseHTTPRequestHandler):
         except Exception as e:  # noqa: BLE001 - the model broke off: so does the agent's answer
             error = f"{type(e).__name__}: {e}"
             self.close_connection = True
+        leg.streamed(n)
         if resp.will_close or error is not None:
             self.close_connection = True
         if self.close_connection and self._conn is not None:
@@ -175,7 +181,8 @@ class Forward(BaseHTTPRequestHandler):
                                 resp.msg.get("Content-Type") or "")
         except Exception as e:  # noqa: BLE001 - a dialect this misreads is still stored raw
             summary = {"error": f"not summarized: {type(e).__name__}: {e}"}
-        leg.emit("llm_response", n=n, status=resp.status, reason=resp.reason, headers=headers,
-                 secret_headers=secret, chunked=chunked, chunks=chunks, first_byte_ms=first_byte,
-                 duration_ms=round((time.monotonic_ns() - t0) / 1e6, 3), error=error,
-                 agent_gone=agent_gone, summary=summary, **body_fields("response", data))
+        leg.respond(n, status=resp.status, reason=resp.reason, headers=headers,
+                    secret_headers=secret, chunked=chunked, chunks=chunks,
+                    first_byte_ms=first_byte, duration_ms=round((time.monotonic_ns() - t0) / 1e6, 3),
+                    error=error, agent_gone=agent_gone, summary=summary,
+                    **body_fields("response", data))

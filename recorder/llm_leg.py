@@ -35,6 +35,9 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key",
 HOP_HEADERS = frozenset({"host", "proxy-connection", "transfer-encoding", "upgrade"})
 READ_SIZE = 1 << 16
 UPSTREAM_TIMEOUT_S = 600.0  # a model can think for minutes before its first byte
+# At the end, how long an answer still streaming from the model (the agent has exited) may go on
+# before its exchange is stored as cut; an answer past its last byte is always waited for.
+STOP_STREAMING_S = 10.0
 
 
 def clean_headers(items) -> tuple[list[list[str]], list[str]]:
@@ -91,6 +94,10 @@ class ModelLeg:
         self._lock: Any = None
         self._server: Any = None
         self.exchanges = 0
+        # exchanges whose response is not stored yet: n -> still streaming from the model
+        self._open: dict[int, bool] = {}
+        self.cut = 0  # answers stored as cut at the end...
+        self.late = 0  # ...and their handlers' own ends, which came after and were left out
 
     @property
     def stand_in(self) -> str:
@@ -103,7 +110,7 @@ class ModelLeg:
 
         from .llm_forward import Forward
 
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         leg = self
 
         class Handler(Forward):
@@ -139,15 +146,53 @@ class ModelLeg:
         with self._lock:
             self._n += 1
             self.exchanges = self._n
+            self._open[self._n] = True
             return self._n
 
-    def stop(self) -> None:
+    def streamed(self, n: int) -> None:
+        """The model's answer to `n` is over: what is left is CPU work, always waited for."""
+        with self._lock:
+            if n in self._open:
+                self._open[n] = False
+
+    def respond(self, n: int, **data: Any) -> None:
+        """Store the `llm_response` of exchange `n`, once: not after `stop` stored it as cut."""
+        with self._lock:
+            if self._open.pop(n, None) is None:
+                self.late += 1
+                return
+        try:
+            self.emit("llm_response", n=n, **data)
+        finally:
+            with self._lock:
+                self._lock.notify_all()
+
+    def stop(self, streaming_s: float = STOP_STREAMING_S) -> None:
+        """Stop serving. The exchanges still open get their response stored before this returns
+        (the spool closes next): an answer past its last byte is waited for, one the model is
+        still streaming for up to `streaming_s`, then stored as cut."""
+        import time
+
         server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        else:
+        if server is None:
             self.sock.close()
+        else:
+            server.shutdown()  # no new connections; the open ones go on
+            deadline = time.monotonic() + streaming_s
+            with self._lock:
+                while self._open:
+                    left = deadline - time.monotonic()
+                    if left <= 0 and all(self._open.values()):
+                        break
+                    self._lock.wait(max(left, 0.05) if left > 0 else 0.05)
+                cut = sorted(self._open)
+                self._open.clear()
+            for n in cut:
+                self.cut += 1
+                self.emit("llm_response", n=n, status=None, cut=True,
+                          error="cut: wire-proxy ended (the agent had exited) while the model "
+                                "was still streaming this answer")
+            server.server_close()
         cleanup = getattr(self.upstream, "cleanup", None)
         if cleanup is not None:
             cleanup()  # Kimi Code's scratch data dir (recorder/llm_upstream_kimicode.py)

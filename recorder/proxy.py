@@ -517,7 +517,7 @@ def run_proxy(opts: ProxyOptions) -> int:
     os.write(stop_w, b"x")
     pumps[0].join(max(0.5, deadline - time.monotonic()))
     if leg is not None:
-        leg.stop()  # (an answer still streaming to a grandchild is cut)
+        leg.stop()  # an exchange still open is stored before the spool closes (cut if streaming)
 
     if writer is not None:
         writer.set_exit(code)
