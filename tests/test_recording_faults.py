@@ -26,7 +26,14 @@ from tests.harness.proxy import (
 )
 from wire_recorder.recorder.loader import Ingest
 from wire_recorder.recorder.relay import Pump
-from wire_recorder.recorder.spool import C2A, SpoolReader, SpoolWriter, lock_held, read_counters
+from wire_recorder.recorder.spool import (
+    A2C,
+    C2A,
+    SpoolReader,
+    SpoolWriter,
+    lock_held,
+    read_counters,
+)
 
 FRAMES = b"".join(b'{"jsonrpc":"2.0","method":"event","params":{"type":"StepBegin","payload":{"n":%d}}}\n' % i
                   for i in range(200))
@@ -91,11 +98,27 @@ def _proxy_with_pings(db: str, n: int, *options: str):
     return p, b"".join(sent)
 
 
+def _spooled(folder: Path) -> dict[int, int]:
+    """Data bytes per stream in the folder's spool so far."""
+    (spool,) = folder.glob("*.spool")
+    reader = SpoolReader(str(spool))
+    got = {C2A: 0, A2C: 0}
+    while records := reader.read_available():
+        for r in records:
+            if r.stream in got:
+                got[r.stream] += len(r.data)
+    reader.f.close()
+    return got
+
+
 def test_sigkill_of_the_proxy_loses_nothing_relayed(tmp_path):
     db = str(tmp_path / "s.db")
     p, sent = _proxy_with_pings(db, 300)
     loaders = children_of(p.pid)
-    time.sleep(0.15)  # frames older than ~100 ms must survive
+    # Killed once the writer has them on disk (it writes every 20 ms; a busy machine can hold
+    # it back longer, and what the kill takes from memory is test_sigkill_mid_burst's part).
+    assert wait_until(lambda: _spooled(tmp_path) == {C2A: len(sent), A2C: len(sent)},
+                      timeout=600)
     p.send_signal(signal.SIGKILL)
     p.wait()
     # The loader notices its parent is gone, takes everything on disk and closes the file.
@@ -657,7 +680,7 @@ def test_no_loss_slows_the_relay_instead_of_dropping(tmp_path, no_loss):
 
 
 def test_a_format_1_spool_left_by_an_older_release_is_still_recovered(tmp_path):
-    from wire_recorder.recorder.spool import A2C, EVENT, MAGIC_V1, REC_V1
+    from wire_recorder.recorder.spool import EVENT, MAGIC_V1, REC_V1
 
     db = str(tmp_path / "old.db")
     meta = {"session_id": "old1", "started_wall_ns": time.time_ns(), "db": db,
