@@ -16,10 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.harness.llm_leg import library_leg
 from tests.harness.model_server import StreamingModel, _Handler, answer, sse_chunks
 from tests.harness.proxy import wait_until
-from wire_recorder.recorder.llm_leg import ModelLeg
-from wire_recorder.recorder.llm_upstream import Upstream
 
 
 @pytest.fixture()
@@ -50,17 +49,10 @@ def tls_model(tmp_path, monkeypatch):
     server.server_close()
 
 
-def _leg(base_url: str) -> tuple[ModelLeg, list]:
-    events: list = []
-    leg = ModelLeg(Upstream(base_url, "OPENAI_BASE_URL", "openai_legacy", "m", "openai-chat",
-                            "test"))
-    leg.start(lambda name, **data: events.append((name, data)))
-    return leg, events
-
 
 def test_an_https_model_streams_through_the_leg_chunk_for_chunk(tls_model):
     model, turn, base = tls_model
-    leg, events = _leg(base)
+    leg, events = library_leg(base)
     try:
         u = urlsplit(leg.stand_in)
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
@@ -99,7 +91,7 @@ def test_an_https_model_streams_through_the_leg_chunk_for_chunk(tls_model):
 def test_an_unreachable_model_is_a_closed_connection_and_stored_as_such():
     with socket.socket() as held:  # bound, never listening: connecting is refused
         held.bind(("127.0.0.1", 0))
-        leg, events = _leg(f"http://127.0.0.1:{held.getsockname()[1]}/v1")
+        leg, events = library_leg(f"http://127.0.0.1:{held.getsockname()[1]}/v1")
         try:
             u = urlsplit(leg.stand_in)
             conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.harness.llm_leg import library_leg
 from tests.harness.proxy import wait_until
 from wire_recorder.recorder.llm_leg import ModelLeg
-from wire_recorder.recorder.llm_upstream import Upstream
 
 FIRST = b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
 REST = b'data: {"choices":[{"delta":{"content":"lo"}}]}\n\ndata: [DONE]\n\n'
@@ -65,13 +65,6 @@ def _ask(leg: ModelLeg) -> http.client.HTTPConnection:
     return conn
 
 
-def _leg(base_url: str) -> tuple[ModelLeg, list]:
-    events: list = []
-    leg = ModelLeg(Upstream(base_url, "OPENAI_BASE_URL", "openai_legacy", "m", "openai-chat",
-                            "test"))
-    leg.start(lambda name, **data: events.append((name, data)))
-    return leg, events
-
 
 def _responses(events: list) -> list[dict]:
     return [data for name, data in events if name == "llm_response"]
@@ -79,7 +72,7 @@ def _responses(events: list) -> list[dict]:
 
 def test_an_answer_finished_while_stopping_is_stored_whole(held_model):
     release, url = held_model
-    leg, events = _leg(url)
+    leg, events = library_leg(url)
     conn = _ask(leg)
     stopper = threading.Thread(target=leg.stop, kwargs={"streaming_s": 600})
     stopper.start()
@@ -95,7 +88,7 @@ def test_an_answer_finished_while_stopping_is_stored_whole(held_model):
 
 def test_an_answer_still_streaming_at_the_bound_is_stored_as_cut_once(held_model):
     release, url = held_model
-    leg, events = _leg(url)
+    leg, events = library_leg(url)
     conn = _ask(leg)
     conn.close()  # the agent is gone; the model goes on streaming
     leg.stop(streaming_s=0)

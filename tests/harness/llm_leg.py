@@ -104,3 +104,16 @@ def payloads(db, method: str | None = None) -> list[dict[str, Any]]:
     finally:
         con.close()
     return [json.loads(r[0]) for r in rows]
+
+
+def library_leg(base_url: str):
+    """A model leg in this process in front of an OpenAI-style model at `base_url`, serving, and
+    the list its events go to as (name, data)."""
+    from wire_recorder.recorder.llm_leg import ModelLeg
+    from wire_recorder.recorder.llm_upstream import Upstream
+
+    events: list = []
+    leg = ModelLeg(Upstream(base_url, "OPENAI_BASE_URL", "openai_legacy", "m", "openai-chat",
+                            "test"))
+    leg.start(lambda name, **data: events.append((name, data)))
+    return leg, events
