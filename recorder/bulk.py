@@ -172,6 +172,9 @@ class Bulk:
             texts = [c.decode("utf-8") for c in chunks]
         except UnicodeDecodeError:
             return False
+        # only the texts from here on, and not after they are staged: the loader's peak memory
+        # is reached while a checkpoint runs beside the next read
+        del batch, chunks, cut
         joiner = ing.joiner
         state: dict = {}
 
@@ -180,6 +183,7 @@ class Bulk:
             con = st.con
             con.execute(stage_sql(ing.classifier.protocol, redactor.enabled),
                         [texts, firsts, dirs, monos, [_ts(w) for w in tss], tss])
+            texts.clear()
             c1 = time.process_time()
             TIMES["stage"] += c1 - c0
             if joiner is not None:
@@ -250,6 +254,7 @@ class Bulk:
         cut = _chunks(records, partial, first_seq)
         assert cut is not None and cut[-1] == last_seq
         spooled = cut[5]
+        del cut
         seq = last_seq
         store = ing.store
         state: dict = {}
