@@ -23,8 +23,10 @@ While redacting, the last TAIL_CHARS characters of a message still streaming at 
 frame by frame (from the piece where they begin, or an earlier one, so that a run without
 whitespace that goes on into them is held whole): the stream join holds those pieces over to
 the next read, whose pieces join them, so that a secret split across the two reads is masked
-in every piece as the frame-by-frame path masks it. Rows buffered before a bulk batch go in
-with it, in the same write (a resumed load skips up to the highest seq stored).
+in every piece as the frame-by-frame path masks it. While the spool holds more, those frames go
+in front of the next read instead (`HOLD_BYTES`), where they are screened with its pieces as
+the join would screen them. Rows buffered before a bulk batch go in with it, in the same write
+(a resumed load skips up to the highest seq stored).
 """
 
 from __future__ import annotations
