@@ -471,6 +471,8 @@ class Ingest:
         self.joiner = StreamJoin(self.redactor, lambda: self.rows,
                                  lambda: self.classifier.protocol) if self.redact else None
         self.bulk = Bulk(self)
+        # records the bulk path left for the next read (the end of a message still streaming)
+        self.held: list = []
 
     # -- rows ---------------------------------------------------------------------------------
     def _row(self, mono: int, wall: int, direction: str, raw: bytes, newline: bool,
@@ -641,16 +643,19 @@ class Ingest:
     def full(self) -> bool:
         return len(self.rows) >= MAX_BUFFERED_ROWS or self.row_bytes >= MAX_BUFFERED_BYTES
 
-    def feed_read(self, records) -> None:
+    def feed_read(self, records, more: bool = False) -> None:
         """One read of the spool: in bulk when it can be (recorder/bulk.py), else frame by frame.
         While the protocol's version is still looked for (the session's first frames), records
         go frame by frame one at a time, and the rest of the read in bulk (a read is up to
-        ~10k small frames; each frame by frame costs ~20 in bulk)."""
+        ~10k small frames; each frame by frame costs ~20 in bulk). more: the next read follows
+        at once (the spool holds more), so the bulk path may hold the end of a message still
+        streaming over to it (`held`) instead of storing it frame by frame."""
         i = 0
         while i < len(records) - 1 and self.bulk.detecting():
             self.feed(records[i:i + 1])
             i += 1
         rest = records[i:] if i else records
+        self.bulk.may_hold = more
         if not self.bulk.feed(rest):
             self.feed(rest)
 
@@ -925,10 +930,11 @@ def ingest_spool(spool_path: str, follow: bool, store: Store | None = None) -> d
         end_reason = "agent_exit"
         quiet_since = time.monotonic()
         while True:
-            records = (reader.read_available(READ_BYTES, final=not follow) if not ing.full
-                       else [])
+            fresh = (reader.read_available(READ_BYTES, final=not follow) if not ing.full
+                     else [])
+            records, ing.held = ing.held + fresh, []
             if records:
-                ing.feed_read(records)
+                ing.feed_read(records, more=bool(fresh) and reader.behind)
                 ing.flush(behind=reader.behind)
                 quiet_since = time.monotonic()
                 if ing.ended:
