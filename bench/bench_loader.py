@@ -135,12 +135,17 @@ def duckdb_load(frames: str, tmp: str) -> tuple[float, float, int]:
     return secs, hwm / 1024, rows
 
 
-def record(frames: str, n: int, tmp: str, name: str, bulk: str = "1") -> dict:
+NO_LOSS = [False]
+
+
+def record(frames: str, n: int, tmp: str, name: str, bulk: str = "1",
+           no_loss: bool = False) -> dict:
     db = os.path.join(tmp, f"{name}.db")
     env = dict(os.environ, WIRE_RECORDER_HOME=os.path.join(tmp, "home"), WIRE_RECORDER_BULK=bulk)
     t0 = time.perf_counter()
     with open(frames, "rb") as i, open(os.devnull, "wb") as o:
-        p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--wait", "0", "--", "cat"],
+        p = subprocess.Popen([WIRE_PROXY, "-q", "--db", db, "--wait", "0",
+                              *(["--no-loss"] if no_loss else []), "--", "cat"],
                              stdin=i, stdout=o, env=env)
         loader = None
         hwm = 0
@@ -296,12 +301,14 @@ def case(label: str, size: int, n: int, tmp: str, busy: bool, plain: bool,
         os.sync()
         b = burner() if burn else None
         try:
-            r = record(frames, n, tmp, f"{size}-{int(burn)}-{bulk}", bulk)
+            r = record(frames, n, tmp, f"{size}-{int(burn)}-{bulk}", bulk, NO_LOSS[0])
         finally:
             if b is not None:
                 b.kill()
                 b.wait()
         tag = "busy (a CPU burner on one core)" if burn else "quiet"
+        if NO_LOSS[0]:
+            tag += ", --no-loss"
         if bulk == "0":
             tag += ", frame by frame (WIRE_RECORDER_BULK=0)"
         rate = r["rows"] / r["done_s"]
@@ -336,7 +343,13 @@ def main() -> int:
     ap.add_argument("--only-small", action="store_true", help="the small frames only")
     ap.add_argument("--frame-by-frame", action="store_true",
                     help="small frames also loaded frame by frame (WIRE_RECORDER_BULK=0)")
+    ap.add_argument("--no-loss", action="store_true",
+                    help="record with wire-proxy --no-loss (the relay waits for the spool): a "
+                         "file fed through cat outruns the page cache of a first write here, "
+                         "and 10M frames then lose millions, counted (default with "
+                         "--ten-million)")
     args = ap.parse_args()
+    NO_LOSS[0] = args.no_loss or args.ten_million
     print(f"uptime: {os.getloadavg()}")
     # the loader's after-close step that writes wire-ui's index entry runs in its process too
     print(f"WIRE_UI_RECORD_INDEX={os.environ.get('WIRE_UI_RECORD_INDEX', '(unset: on)')}")
