@@ -14,6 +14,14 @@ from .cpu_share import watch_parent
 
 if __name__ == "__main__":
     watch_parent(os.getppid())
-    from .loader import main
+    try:
+        from .loader import main
+    except BaseException as e:  # noqa: BLE001 - a broken install: said, never silent
+        from .edge import PROXY, say
+
+        spool = sys.argv[1] if len(sys.argv) > 1 else "(no spool given)"
+        say(PROXY, f"recording failed (the recorder cannot start: {type(e).__name__}: {e}); the "
+                   f"session stays in {spool}: run `{PROXY} recover {spool}` later")
+        sys.exit(2)
 
     sys.exit(main(sys.argv[1:]))

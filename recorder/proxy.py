@@ -150,7 +150,9 @@ def _start_loader(spool_path: str, note: _Notes):
     r, w = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "wire_recorder.recorder.loader_process", spool_path],
+            # -P: nothing from the user's folder on the path (a duckdb.py there would be imported
+            # instead of DuckDB: the loader failed silently)
+            [sys.executable, "-P", "-m", "wire_recorder.recorder.loader_process", spool_path],
             stdin=subprocess.DEVNULL, stdout=w, stderr=w,
             pass_fds=() if hold is None else (hold,),
             # Its own session: neither a Ctrl-C for the agent nor the terminal's hang-up stops

@@ -140,7 +140,7 @@ def _marker(request: pytest.FixtureRequest, name: str) -> tuple[tuple, dict]:
 def _tool(name: str, module: str) -> list[str]:
     """The installed console script beside this interpreter, else the module it runs."""
     exe = Path(sys.executable).parent / name
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", module]
+    return [str(exe)] if exe.exists() else [sys.executable, "-P", "-m", module]
 
 
 def default_cassette(item: pytest.Item) -> Path:

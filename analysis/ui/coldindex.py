@@ -431,7 +431,7 @@ class Workers:
         self.all: list[subprocess.Popen] = []
         try:
             for _ in range(n):
-                p = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                p = subprocess.Popen([sys.executable, "-P", "-m", __name__], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                 self.all.append(p)
                 self.idle.put(p)

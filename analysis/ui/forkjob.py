@@ -55,7 +55,7 @@ def replay_command() -> list[str]:
     script = os.path.join(os.path.dirname(sys.executable), "wire-replay")
     if os.path.isfile(script) and os.access(script, os.X_OK):
         return [script]
-    return [sys.executable, "-c",
+    return [sys.executable, "-P", "-c",  # -P: not the user's folder on the path
             "import sys; from wire_recorder.replay.cli import main; sys.exit(main())"]
 
 
