@@ -64,8 +64,6 @@ class Forward(BaseHTTPRequestHandler):
         return http.client.HTTPConnection(u.hostname or "", u.port, timeout=UPSTREAM_TIMEOUT_S)
 
     def _forward(self) -> None:
-        from urllib.parse import urlsplit
-
         leg = self.owner
         prefix = "/" + leg.token
         path = self.path
@@ -75,6 +73,17 @@ class Forward(BaseHTTPRequestHandler):
         rest = path[len(prefix):]
         body = self._read_body()
         n = leg.next_n()
+        try:
+            self._exchange(leg, n, rest, body)
+        except BaseException as e:
+            # stored as failed, never left open for stop() to wait on
+            leg.respond(n, status=None, error=f"not relayed: {type(e).__name__}: {e}")
+            raise
+
+    def _exchange(self, leg: ModelLeg, n: int, rest: str, body: bytes) -> None:
+        """Exchange `n`: the request logged and sent on, the answer relayed and logged."""
+        from urllib.parse import urlsplit
+
         up = urlsplit(leg.upstream.base_url)
         headers, secret = clean_headers(self.headers.items())
         leg.emit("llm_request", n=n, method=self.command, path=rest,
@@ -115,12 +124,7 @@ class Forward(BaseHTTPRequestHandler):
                         duration_ms=(time.monotonic_ns() - t0) / 1e6)
             self.close_connection = True
             return
-        try:
-            self._relay(leg, n, t0, resp)
-        except BaseException as e:
-            # stored as failed, never left open for stop() to wait on
-            leg.respond(n, status=None, error=f"not relayed: {type(e).__name__}: {e}")
-            raise
+        self._relay(leg, n, t0, resp)
 
     def _relay(self, leg: ModelLeg, n: int, t0: int, resp: http.client.HTTPResponse) -> None:
         head = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n".encode("latin-1")]

@@ -184,7 +184,7 @@ class ModelLeg:
                     left = deadline - time.monotonic()
                     if left <= 0 and all(self._open.values()):
                         break
-                    self._lock.wait(max(left, 0.05) if left > 0 else 0.05)
+                    self._lock.wait(max(left, 0.05))
                 cut = sorted(self._open)
                 self._open.clear()
             for n in cut:

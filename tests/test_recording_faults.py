@@ -107,7 +107,7 @@ def _spooled(folder: Path) -> dict[int, int]:
         for r in records:
             if r.stream in got:
                 got[r.stream] += len(r.data)
-    reader.f.close()
+    reader.close()
     return got
 
 

@@ -48,16 +48,12 @@ class Recording:
     def copy_to(self, folder: str | os.PathLike, name: str | None = None) -> str:
         """A copy of the recording (the .db, its .blobs sidecar and .wal when there) as
         folder/<name>.db."""
-        return copy_recording(self.db, os.path.join(folder, f"{name or self.name}.db"))
-
-
-def copy_recording(db: str | os.PathLike, dest: str | os.PathLike) -> str:
-    """A copy of a stored recording (the .db, its .blobs sidecar and .wal when there) as dest."""
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    for suffix in ("", ".blobs", ".wal"):
-        if os.path.exists(f"{db}{suffix}"):
-            shutil.copyfile(f"{db}{suffix}", f"{dest}{suffix}")
-    return str(dest)
+        os.makedirs(folder, exist_ok=True)
+        dest = os.path.join(folder, f"{name or self.name}.db")
+        for suffix in ("", ".blobs", ".wal"):
+            if os.path.exists(self.db + suffix):
+                shutil.copyfile(self.db + suffix, dest + suffix)
+        return dest
 
 
 class KimiRecordings:
